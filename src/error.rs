@@ -1,0 +1,148 @@
+//! `ToolError`: every way a tool call fails, with the contract's error codes in one `match`.
+
+use std::fmt;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use crate::policy::{Denied, DenyReason};
+
+/// The contract's error codes a tool can produce. The protocol's own codes (-32700, -32600,
+/// -32601) live in `protocol::jsonrpc`, since no tool can cause them.
+pub const NOT_ALLOWED: i32 = -32001;
+pub const NOT_FOUND: i32 = -32002;
+pub const INVALID_PARAMS: i32 = -32602;
+pub const INTERNAL: i32 = -32603;
+
+#[derive(Debug)]
+pub enum ToolError {
+    /// The policy refused a path (or found it unusable: `DenyReason::Invalid`).
+    NotAllowed(Denied),
+    NotFound {
+        path: PathBuf,
+    },
+    InvalidParams {
+        field: String,
+        detail: String,
+    },
+    NotADirectory {
+        path: PathBuf,
+    },
+    IsADirectory {
+        path: PathBuf,
+    },
+    AlreadyExists {
+        path: PathBuf,
+    },
+    TooLarge {
+        path: PathBuf,
+        size: u64,
+        cap: u64,
+    },
+    Io {
+        op: &'static str,
+        path: PathBuf,
+        source: io::Error,
+    },
+    /// A tool panicked; the server goes on.
+    Panicked {
+        detail: String,
+    },
+}
+
+impl ToolError {
+    pub fn code(&self) -> i32 {
+        match self {
+            ToolError::NotAllowed(Denied {
+                reason: DenyReason::Invalid { .. },
+                ..
+            }) => INVALID_PARAMS,
+            ToolError::NotAllowed(_) => NOT_ALLOWED,
+            ToolError::NotFound { .. } => NOT_FOUND,
+            ToolError::InvalidParams { .. } => INVALID_PARAMS,
+            ToolError::NotADirectory { .. }
+            | ToolError::IsADirectory { .. }
+            | ToolError::AlreadyExists { .. }
+            | ToolError::TooLarge { .. }
+            | ToolError::Io { .. }
+            | ToolError::Panicked { .. } => INTERNAL,
+        }
+    }
+
+    pub fn invalid_params(field: &str, detail: impl Into<String>) -> ToolError {
+        ToolError::InvalidParams {
+            field: field.to_string(),
+            detail: detail.into(),
+        }
+    }
+
+    /// Wraps an I/O error, turning "no such file" into the contract's -32002.
+    pub fn io(op: &'static str, path: &Path, source: io::Error) -> ToolError {
+        match source.kind() {
+            io::ErrorKind::NotFound => ToolError::NotFound {
+                path: path.to_path_buf(),
+            },
+            io::ErrorKind::NotADirectory => ToolError::NotADirectory {
+                path: path.to_path_buf(),
+            },
+            io::ErrorKind::IsADirectory => ToolError::IsADirectory {
+                path: path.to_path_buf(),
+            },
+            io::ErrorKind::AlreadyExists => ToolError::AlreadyExists {
+                path: path.to_path_buf(),
+            },
+            _ => ToolError::Io {
+                op,
+                path: path.to_path_buf(),
+                source,
+            },
+        }
+    }
+}
+
+impl From<Denied> for ToolError {
+    fn from(denied: Denied) -> ToolError {
+        ToolError::NotAllowed(denied)
+    }
+}
+
+impl fmt::Display for ToolError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ToolError::NotAllowed(denied) => denied.fmt(f),
+            ToolError::NotFound { path } => write!(f, "not found: {}", path.display()),
+            ToolError::InvalidParams { field, detail } => {
+                write!(f, "invalid params: `{field}` {detail}")
+            }
+            ToolError::NotADirectory { path } => {
+                write!(
+                    f,
+                    "not a directory: {} (or one of its parents is a file)",
+                    path.display()
+                )
+            }
+            ToolError::IsADirectory { path } => write!(
+                f,
+                "is a directory: {}; use list_directory or directory_tree for directories",
+                path.display()
+            ),
+            ToolError::AlreadyExists { path } => {
+                write!(
+                    f,
+                    "already exists: {}; nothing was overwritten",
+                    path.display()
+                )
+            }
+            ToolError::TooLarge { path, size, cap } => write!(
+                f,
+                "file too large: {} is {size} bytes; read_file returns at most {cap} bytes",
+                path.display()
+            ),
+            ToolError::Io { op, path, source } => {
+                write!(f, "{op} failed: {}: {source}", path.display())
+            }
+            ToolError::Panicked { detail } => write!(f, "internal error: {detail}"),
+        }
+    }
+}
+
+impl std::error::Error for ToolError {}

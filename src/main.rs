@@ -1,0 +1,73 @@
+//! replay: an MCP filesystem server over stdio, fenced by an allowed-directories policy.
+//!
+//! Reading order: `cli` (command line → `Config`), `protocol::session` (the read loop,
+//! initialize, tools/list), `protocol::dispatch` (tools/call → validation → tool), `schema`
+//! (schemas/*.json), `policy` (client string → `ResolvedPath`, the security boundary), `tools`
+//! (one function per tool), `error` (`ToolError` and the contract's codes).
+
+mod base64;
+mod cli;
+mod error;
+mod policy;
+mod protocol;
+mod schema;
+mod tools;
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use tracing_subscriber::EnvFilter;
+
+use crate::cli::Invocation;
+use crate::policy::Policy;
+
+fn main() -> ExitCode {
+    let config = match cli::parse() {
+        Invocation::Serve(config) => config,
+        Invocation::Exit { message, status } => {
+            if !message.is_empty() {
+                let _ = writeln!(std::io::stderr(), "{}", message.trim_end());
+            }
+            return ExitCode::from(status as u8);
+        }
+    };
+    init_logging(config.log_filter.as_deref());
+    for root in &config.roots {
+        tracing::info!(path = %root.path.display(), access = ?root.access, "allowed directory");
+    }
+    if config.roots.is_empty() {
+        tracing::warn!("no allowed directories: every path will be refused");
+    }
+    let policy = Policy::new(config.roots, config.home);
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            let _ = writeln!(
+                std::io::stderr(),
+                "replay: cannot start the async runtime: {e}"
+            );
+            return ExitCode::FAILURE;
+        }
+    };
+    runtime.block_on(protocol::session::serve(policy));
+    // Tool calls still running past the drain limit must not hold the process open.
+    runtime.shutdown_timeout(std::time::Duration::from_millis(100));
+    ExitCode::SUCCESS
+}
+
+/// Logs go to stderr only: stdout carries JSON-RPC.
+fn init_logging(level: Option<&str>) {
+    let filter = match level {
+        Some(level) => EnvFilter::try_new(level).ok(),
+        None => EnvFilter::try_from_default_env().ok(),
+    }
+    .unwrap_or_else(|| EnvFilter::new("warn"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .init();
+}

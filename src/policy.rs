@@ -1,0 +1,346 @@
+//! The allowed-directories policy: the only place a client's path string becomes a filesystem path.
+//!
+//! Every tool argument that names a path goes through [`Policy::resolve_read`],
+//! [`Policy::resolve_write`] or [`Policy::resolve_remove`]. Resolution is physical, like the
+//! kernel's: the path is made absolute (relative paths against the project directory, `~` against
+//! `$HOME`), then walked one component at a time, with every symlink of the existing part read and
+//! spliced in, and `..` applied to the already-resolved prefix. Only then is the result compared
+//! with the allowed roots, component by component (`Path::starts_with`, never a string prefix), so
+//! `/x/allowed_evil` is not inside `/x/allowed`. Tools act on [`ResolvedPath::real`], the resolved
+//! path, never on the client's string.
+//!
+//! The check runs before the filesystem is touched for the operation itself, so a path outside the
+//! allowed set is refused whether or not it exists. The window between this check and the use of
+//! the path (a component swapped for a symlink in between) is closed by the hardening issue's
+//! `openat2(RESOLVE_BENEATH)`; until then this module is the whole guard.
+
+use std::collections::VecDeque;
+use std::ffi::OsString;
+use std::fmt;
+use std::io;
+use std::path::{Component, Path, PathBuf};
+
+/// What a root lets a client do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    Read,
+    Write,
+}
+
+/// One directory the server may touch; `path` is canonical (absolute, no symlinks).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AllowedRoot {
+    pub path: PathBuf,
+    pub access: Access,
+}
+
+/// Why a path was refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DenyReason {
+    /// The resolved path lies in no allowed root; `real` is where it resolves to.
+    Outside { real: PathBuf },
+    /// A write under a root the user granted read access only.
+    ReadOnly { root: PathBuf },
+    /// Deleting or moving an allowed root itself.
+    Root,
+    /// Deleting or moving a directory that holds another allowed root.
+    ContainsRoot { root: PathBuf },
+    /// The string is not a usable path at all (empty, a NUL byte, too long).
+    Invalid { detail: &'static str },
+}
+
+/// A refused path: the client's path (absolute, lexically normalized) and the reason.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Denied {
+    pub path: PathBuf,
+    pub reason: DenyReason,
+}
+
+impl fmt::Display for Denied {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let path = self.path.display();
+        match &self.reason {
+            DenyReason::Outside { real } if real != &self.path => write!(
+                f,
+                "path not allowed: {path} is outside the allowed directories (it resolves to {})",
+                real.display()
+            ),
+            DenyReason::Outside { .. } => {
+                write!(f, "path not allowed: {path} is outside the allowed directories")
+            }
+            DenyReason::ReadOnly { root } => write!(
+                f,
+                "path not allowed: {path} is in the read-only directory {}; it can be read but not changed",
+                root.display()
+            ),
+            DenyReason::Root => write!(
+                f,
+                "path not allowed: {path} is an allowed directory itself and cannot be deleted or moved"
+            ),
+            DenyReason::ContainsRoot { root } => write!(
+                f,
+                "path not allowed: {path} contains the allowed directory {}, which cannot be deleted or moved",
+                root.display()
+            ),
+            DenyReason::Invalid { detail } => write!(f, "invalid path {path:?}: {detail}"),
+        }
+    }
+}
+
+/// A path that passed the policy.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ResolvedPath {
+    /// What tools operate on: absolute, every existing symlink resolved (for
+    /// [`Policy::resolve_remove`], all but the last component).
+    pub real: PathBuf,
+    /// What responses show: the client's path made absolute and lexically normalized.
+    pub shown: PathBuf,
+    /// The access of the most specific root that holds `real`.
+    pub access: Access,
+}
+
+/// Symlinks followed while resolving one path before giving up, as Linux's `MAXSYMLINKS`.
+const MAX_SYMLINK_HOPS: usize = 40;
+/// Longest path string accepted, as Linux's `PATH_MAX`.
+const MAX_PATH_BYTES: usize = 4096;
+
+#[derive(Debug, Clone, Default)]
+pub struct Policy {
+    roots: Vec<AllowedRoot>,
+    home: Option<PathBuf>,
+}
+
+impl Policy {
+    /// `roots` must already be canonical; the first is the project directory.
+    pub fn new(roots: Vec<AllowedRoot>, home: Option<PathBuf>) -> Policy {
+        Policy { roots, home }
+    }
+
+    pub fn roots(&self) -> &[AllowedRoot] {
+        &self.roots
+    }
+
+    /// The directory relative paths are resolved against: the first allowed root.
+    pub fn project_dir(&self) -> Option<&Path> {
+        self.roots.first().map(|r| r.path.as_path())
+    }
+
+    /// A path to read, list or search: any allowed root will do.
+    pub fn resolve_read(&self, raw: &str) -> Result<ResolvedPath, Denied> {
+        let (shown, real) = self.resolve(raw, true)?;
+        self.contain(shown, real)
+    }
+
+    /// A path to create or overwrite: its root must be read-write.
+    pub fn resolve_write(&self, raw: &str) -> Result<ResolvedPath, Denied> {
+        let resolved = self.resolve_read(raw)?;
+        self.require_write(resolved)
+    }
+
+    /// A directory entry to delete or move away. The last component is not followed, so a
+    /// symlink names the link itself; the link must still point inside the allowed set. Roots,
+    /// and directories that hold a root (a read-only one above all), are refused.
+    pub fn resolve_remove(&self, raw: &str) -> Result<ResolvedPath, Denied> {
+        let (shown, real) = self.resolve(raw, false)?;
+        let resolved = self.require_write(self.contain(shown.clone(), real)?)?;
+        // Where a link points matters even though only the link is touched: a link to the
+        // outside is refused by every tool, so that no tool treats it as usable.
+        let (_, target) = self.resolve(raw, true)?;
+        if target != resolved.real {
+            self.contain(shown.clone(), target)?;
+        }
+        if self.roots.iter().any(|r| r.path == resolved.real) {
+            return Err(Denied {
+                path: shown,
+                reason: DenyReason::Root,
+            });
+        }
+        if let Some(inner) = self
+            .roots
+            .iter()
+            .find(|r| r.path.starts_with(&resolved.real))
+        {
+            let reason = DenyReason::ContainsRoot {
+                root: inner.path.clone(),
+            };
+            return Err(Denied {
+                path: shown,
+                reason,
+            });
+        }
+        Ok(resolved)
+    }
+
+    fn require_write(&self, resolved: ResolvedPath) -> Result<ResolvedPath, Denied> {
+        if resolved.access == Access::Write {
+            return Ok(resolved);
+        }
+        let root = self
+            .most_specific_root(&resolved.real)
+            .map(|r| r.path.clone());
+        let reason = DenyReason::ReadOnly {
+            root: root.unwrap_or_default(),
+        };
+        Err(Denied {
+            path: resolved.shown,
+            reason,
+        })
+    }
+
+    fn contain(&self, shown: PathBuf, real: PathBuf) -> Result<ResolvedPath, Denied> {
+        match self.most_specific_root(&real) {
+            Some(root) => Ok(ResolvedPath {
+                access: root.access,
+                real,
+                shown,
+            }),
+            None => Err(Denied {
+                path: shown,
+                reason: DenyReason::Outside { real },
+            }),
+        }
+    }
+
+    /// The deepest root holding `path`: a read-only folder inside a read-write root stays
+    /// read-only, and a read-write folder inside a read-only root is writable.
+    fn most_specific_root(&self, path: &Path) -> Option<&AllowedRoot> {
+        self.roots
+            .iter()
+            .filter(|r| path.starts_with(&r.path))
+            .max_by_key(|r| r.path.components().count())
+    }
+
+    /// Returns `(shown, real)`.
+    fn resolve(&self, raw: &str, follow_last: bool) -> Result<(PathBuf, PathBuf), Denied> {
+        let invalid = |detail| Denied {
+            path: PathBuf::from(raw),
+            reason: DenyReason::Invalid { detail },
+        };
+        if raw.is_empty() {
+            return Err(invalid("the path is empty"));
+        }
+        if raw.contains('\0') {
+            return Err(invalid("the path contains a NUL byte"));
+        }
+        if raw.len() > MAX_PATH_BYTES {
+            return Err(invalid("the path is longer than 4096 bytes"));
+        }
+        let absolute = self.absolute(raw);
+        let shown = normalize_lexically(&absolute);
+        if !absolute.is_absolute() {
+            // Relative, and there is no project directory to anchor it: nothing is allowed.
+            return Err(Denied {
+                path: shown.clone(),
+                reason: DenyReason::Outside { real: shown },
+            });
+        }
+        let real = resolve_physically(&absolute, follow_last).map_err(|detail| Denied {
+            path: shown.clone(),
+            reason: DenyReason::Invalid { detail },
+        })?;
+        Ok((shown, real))
+    }
+
+    fn absolute(&self, raw: &str) -> PathBuf {
+        let path = Path::new(raw);
+        if let (Some(home), Ok(rest)) = (&self.home, path.strip_prefix("~")) {
+            return home.join(rest);
+        }
+        if path.is_absolute() {
+            return path.to_path_buf();
+        }
+        match self.project_dir() {
+            Some(dir) => dir.join(path),
+            None => path.to_path_buf(),
+        }
+    }
+}
+
+/// Removes `.` and applies `..` textually. Used for display only: it is not proof of containment,
+/// since `..` after a symlink means the link target's parent.
+pub fn normalize_lexically(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out
+}
+
+/// Walks `absolute` from `/`, resolving each existing symlink the way the kernel would. The
+/// part that does not exist yet is appended as it is (with `..` still applied), so a new file is
+/// judged by where its existing parent really is.
+fn resolve_physically(absolute: &Path, follow_last: bool) -> Result<PathBuf, &'static str> {
+    let mut pending: VecDeque<OsString> = VecDeque::new();
+    push_components(&mut pending, absolute, false);
+    let mut out = PathBuf::from("/");
+    let mut hops = 0;
+    while let Some(c) = pending.pop_front() {
+        if c == ".." {
+            out.pop();
+            continue;
+        }
+        out.push(&c);
+        if pending.is_empty() && !follow_last {
+            break;
+        }
+        let Ok(meta) = std::fs::symlink_metadata(&out) else {
+            // Missing (or unreadable): the rest is judged as written. An operation on it will
+            // fail with the OS's own error, after the policy has approved where it would land.
+            continue;
+        };
+        if !meta.file_type().is_symlink() {
+            continue;
+        }
+        hops += 1;
+        if hops > MAX_SYMLINK_HOPS {
+            return Err("too many levels of symbolic links");
+        }
+        let target = std::fs::read_link(&out).map_err(|_| "a symbolic link could not be read")?;
+        out.pop();
+        if target.is_absolute() {
+            out = PathBuf::from("/");
+        }
+        push_components(&mut pending, &target, true);
+    }
+    Ok(out)
+}
+
+/// Puts `path`'s components at the back of `pending`, or at the front (in order) when `front`.
+fn push_components(pending: &mut VecDeque<OsString>, path: &Path, front: bool) {
+    let parts: Vec<OsString> = path
+        .components()
+        .filter_map(|c| match c {
+            Component::Normal(s) => Some(s.to_os_string()),
+            Component::ParentDir => Some(OsString::from("..")),
+            Component::CurDir | Component::RootDir | Component::Prefix(_) => None,
+        })
+        .collect();
+    if front {
+        for p in parts.into_iter().rev() {
+            pending.push_front(p);
+        }
+    } else {
+        pending.extend(parts);
+    }
+}
+
+/// Canonicalizes a root given on the command line: it must exist and be a directory.
+pub fn canonical_root(path: &Path) -> io::Result<PathBuf> {
+    let real = std::fs::canonicalize(path)?;
+    if !real.is_dir() {
+        return Err(io::Error::new(
+            io::ErrorKind::NotADirectory,
+            "not a directory",
+        ));
+    }
+    Ok(real)
+}
+
+#[cfg(test)]
+mod tests;

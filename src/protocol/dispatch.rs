@@ -1,0 +1,97 @@
+//! `tools/call`: read the envelope, validate the arguments against the schema, run the tool
+//! (a panic becomes -32603), and render its output as MCP content.
+
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use serde_json::{json, Map, Value};
+
+use crate::error::ToolError;
+use crate::policy::Policy;
+use crate::protocol::jsonrpc::RpcError;
+use crate::schema;
+use crate::tools::{self, Content, Ctx, Output};
+
+/// Runs one `tools/call` to completion on the calling (blocking) thread.
+pub fn call_tool(policy: &Policy, params: Value) -> Result<Value, RpcError> {
+    let (name, args) = envelope(params)?;
+    let def = schema::find(&name).ok_or_else(|| {
+        rpc_error(&ToolError::invalid_params(
+            "name",
+            format!("names no tool of this server: {name:?}; see tools/list"),
+        ))
+    })?;
+    def.validate(&args).map_err(|e| rpc_error(&e))?;
+    let ctx = Ctx { policy };
+    let outcome = catch_unwind(AssertUnwindSafe(|| tools::call(&name, &ctx, args)));
+    let output = match outcome {
+        Ok(result) => result.map_err(|e| rpc_error(&e))?,
+        Err(panic) => {
+            let detail = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "the tool panicked".to_string());
+            tracing::error!(tool = %name, %detail, "tool panicked");
+            return Err(rpc_error(&ToolError::Panicked { detail }));
+        }
+    };
+    Ok(render(output))
+}
+
+/// `{name, arguments}`; absent arguments are an empty object.
+fn envelope(params: Value) -> Result<(String, Value), RpcError> {
+    let Value::Object(mut params) = params else {
+        return Err(rpc_error(&ToolError::invalid_params(
+            "params",
+            "must be an object with `name` and `arguments`",
+        )));
+    };
+    let name = match params.remove("name") {
+        Some(Value::String(name)) => name,
+        Some(_) => {
+            return Err(rpc_error(&ToolError::invalid_params(
+                "name",
+                "must be a string",
+            )))
+        }
+        None => return Err(rpc_error(&ToolError::invalid_params("name", "is required"))),
+    };
+    let args = match params.remove("arguments") {
+        None | Some(Value::Null) => Value::Object(Map::new()),
+        Some(args) => args,
+    };
+    Ok((name, args))
+}
+
+pub fn rpc_error(error: &ToolError) -> RpcError {
+    RpcError::new(error.code(), error.to_string())
+}
+
+fn render(output: Output) -> Value {
+    let content: Vec<Value> = output.content.into_iter().map(render_content).collect();
+    let mut result = json!({ "content": content });
+    if output.is_error {
+        result["isError"] = Value::Bool(true);
+    }
+    result
+}
+
+fn render_content(content: Content) -> Value {
+    match content {
+        Content::Text(text) => json!({"type": "text", "text": text}),
+        Content::Image { data, mime_type } => {
+            json!({"type": "image", "data": data, "mimeType": mime_type})
+        }
+        Content::Audio { data, mime_type } => {
+            json!({"type": "audio", "data": data, "mimeType": mime_type})
+        }
+        Content::Blob {
+            uri,
+            data,
+            mime_type,
+        } => json!({
+            "type": "resource",
+            "resource": {"uri": uri, "mimeType": mime_type, "blob": data},
+        }),
+    }
+}

@@ -1,0 +1,227 @@
+//! The session: the read loop, `initialize` and version negotiation, `ping`, `tools/list`,
+//! notifications, batches, and the orderly end at end of input.
+
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use tokio::task::JoinSet;
+
+use crate::policy::Policy;
+use crate::protocol::dispatch;
+use crate::protocol::jsonrpc::{self, Message, RpcError, METHOD_NOT_FOUND, PARSE_ERROR};
+use crate::protocol::transport::{self, Line, Outbox};
+use crate::schema;
+
+/// Protocol revisions answered in `initialize`, oldest first; a client asking for another gets
+/// the latest.
+pub const SUPPORTED_VERSIONS: [&str; 4] = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
+const LATEST_VERSION: &str = "2025-11-25";
+
+/// How long in-flight calls may run on after stdin closes: execute_command's longest timeout
+/// (60 s) plus its kill grace (3 s), plus a margin.
+const DRAIN_LIMIT: Duration = Duration::from_secs(70);
+
+pub struct Session {
+    policy: Arc<Policy>,
+    version: Mutex<Option<String>>,
+}
+
+/// Serves stdin until it closes, then answers what is in flight and returns.
+pub async fn serve(policy: Policy) {
+    let (outbox, writer) = transport::spawn_writer();
+    let mut lines = transport::spawn_reader();
+    let session = Arc::new(Session {
+        policy: Arc::new(policy),
+        version: Mutex::new(None),
+    });
+    let mut in_flight = JoinSet::new();
+    while let Some(line) = lines.recv().await {
+        while in_flight.try_join_next().is_some() {}
+        session.accept(line, &outbox, &mut in_flight);
+    }
+    tracing::debug!(
+        in_flight = in_flight.len(),
+        "stdin closed; finishing in-flight requests"
+    );
+    let drained = tokio::time::timeout(DRAIN_LIMIT, async {
+        while in_flight.join_next().await.is_some() {}
+    })
+    .await;
+    if drained.is_err() {
+        tracing::warn!(
+            "in-flight requests still running {DRAIN_LIMIT:?} after stdin closed; exiting"
+        );
+    }
+    drop(outbox);
+    let _ = writer.join();
+}
+
+impl Session {
+    /// Handles one line. Session messages are answered in order, right here, so `initialize`
+    /// takes effect before the next line; tool calls and batches run concurrently.
+    fn accept(self: &Arc<Self>, line: Line, outbox: &Outbox, in_flight: &mut JoinSet<()>) {
+        let bytes = match line {
+            Line::Complete(bytes) => bytes,
+            Line::TooLong { len } => {
+                let message = format!(
+                    "parse error: a message of {len} bytes exceeds the limit of {} bytes",
+                    transport::MAX_LINE_BYTES
+                );
+                outbox.send(&jsonrpc::failure(
+                    Value::Null,
+                    &RpcError::new(PARSE_ERROR, message),
+                ));
+                return;
+            }
+        };
+        if bytes.iter().all(u8::is_ascii_whitespace) {
+            return;
+        }
+        let value: Value = match serde_json::from_slice(&bytes) {
+            Ok(v) => v,
+            Err(e) => {
+                let error = RpcError::new(PARSE_ERROR, format!("parse error: {e}"));
+                outbox.send(&jsonrpc::failure(Value::Null, &error));
+                return;
+            }
+        };
+        if let Value::Array(batch) = value {
+            let session = Arc::clone(self);
+            let outbox = outbox.clone();
+            in_flight.spawn(async move { session.batch(batch, outbox).await });
+            return;
+        }
+        match jsonrpc::classify(value) {
+            Ok(Message::Request { id, method, params }) if method == "tools/call" => {
+                let session = Arc::clone(self);
+                let outbox = outbox.clone();
+                in_flight.spawn(async move {
+                    let reply = session.call_tool(id, params).await;
+                    outbox.send(&reply);
+                });
+            }
+            Ok(message) => {
+                if let Some(reply) = self.handle(message) {
+                    outbox.send(&reply);
+                }
+            }
+            Err((id, error)) => outbox.send(&jsonrpc::failure(id, &error)),
+        }
+    }
+
+    /// A JSON-RPC batch: every element runs concurrently; one array of replies, none if every
+    /// element was a notification.
+    async fn batch(self: Arc<Self>, batch: Vec<Value>, outbox: Outbox) {
+        if batch.is_empty() {
+            let error = RpcError::new(jsonrpc::INVALID_REQUEST, "invalid request: empty batch");
+            outbox.send(&jsonrpc::failure(Value::Null, &error));
+            return;
+        }
+        let mut parts = JoinSet::new();
+        for (idx, value) in batch.into_iter().enumerate() {
+            let session = Arc::clone(&self);
+            parts.spawn(async move {
+                let reply = match jsonrpc::classify(value) {
+                    Ok(Message::Request { id, method, params }) if method == "tools/call" => {
+                        Some(session.call_tool(id, params).await)
+                    }
+                    Ok(message) => session.handle(message),
+                    Err((id, error)) => Some(jsonrpc::failure(id, &error)),
+                };
+                (idx, reply)
+            });
+        }
+        let mut replies: Vec<(usize, Value)> = Vec::new();
+        while let Some(joined) = parts.join_next().await {
+            if let Ok((idx, Some(reply))) = joined {
+                replies.push((idx, reply));
+            }
+        }
+        replies.sort_by_key(|(idx, _)| *idx);
+        if !replies.is_empty() {
+            outbox.send(&Value::Array(replies.into_iter().map(|(_, r)| r).collect()));
+        }
+    }
+
+    async fn call_tool(&self, id: Value, params: Value) -> Value {
+        let policy = Arc::clone(&self.policy);
+        let outcome =
+            tokio::task::spawn_blocking(move || dispatch::call_tool(&policy, params)).await;
+        match outcome {
+            Ok(Ok(result)) => jsonrpc::success(id, result),
+            Ok(Err(error)) => jsonrpc::failure(id, &error),
+            Err(join_error) => {
+                let error =
+                    RpcError::new(jsonrpc::INTERNAL, format!("internal error: {join_error}"));
+                jsonrpc::failure(id, &error)
+            }
+        }
+    }
+
+    /// Everything but `tools/call`. Returns the reply, if the message needs one.
+    fn handle(&self, message: Message) -> Option<Value> {
+        match message {
+            Message::Request { id, method, params } => Some(match self.request(&method, &params) {
+                Ok(result) => jsonrpc::success(id, result),
+                Err(error) => jsonrpc::failure(id, &error),
+            }),
+            Message::Notification { method, params } => {
+                match method.as_str() {
+                    "notifications/initialized" | "initialized" => {
+                        tracing::debug!("client initialized")
+                    }
+                    other => tracing::debug!(method = other, %params, "ignoring notification"),
+                }
+                None
+            }
+            Message::Response { id, outcome } => {
+                tracing::debug!(%id, ?outcome, "ignoring a response to no request of ours");
+                None
+            }
+        }
+    }
+
+    fn request(&self, method: &str, params: &Value) -> Result<Value, RpcError> {
+        match method {
+            "initialize" => Ok(self.initialize(params)),
+            "ping" => Ok(json!({})),
+            "tools/list" => Ok(tools_list().clone()),
+            "tools/call" => unreachable!("tools/call is dispatched concurrently"),
+            _ => Err(RpcError::new(
+                METHOD_NOT_FOUND,
+                format!("method not found: {method}"),
+            )),
+        }
+    }
+
+    fn initialize(&self, params: &Value) -> Value {
+        let asked = params
+            .get("protocolVersion")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        let version = SUPPORTED_VERSIONS
+            .iter()
+            .find(|v| **v == asked)
+            .copied()
+            .unwrap_or(LATEST_VERSION);
+        *self.version.lock().unwrap_or_else(|e| e.into_inner()) = Some(version.to_string());
+        json!({
+            "protocolVersion": version,
+            "capabilities": {"tools": {"listChanged": false}},
+            "serverInfo": {"name": "replay", "version": env!("CARGO_PKG_VERSION")},
+        })
+    }
+}
+
+/// The `tools/list` result, built once from `schemas/`.
+fn tools_list() -> &'static Value {
+    static LIST: OnceLock<Value> = OnceLock::new();
+    LIST.get_or_init(|| {
+        let tools: Vec<Value> = schema::definitions()
+            .iter()
+            .map(|d| d.definition.clone())
+            .collect();
+        json!({ "tools": tools })
+    })
+}

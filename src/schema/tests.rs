@@ -1,0 +1,99 @@
+//! Schemas, tools and the schemas/ directory agree; every schema compiles.
+
+use serde_json::json;
+
+use super::*;
+
+#[test]
+fn every_schema_file_is_embedded_and_every_embedded_schema_has_a_file() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/schemas");
+    let mut on_disk: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".json"))
+        .map(|n| n.trim_end_matches(".json").to_string())
+        .collect();
+    on_disk.sort();
+    let mut embedded: Vec<String> = FILES.iter().map(|(n, _)| n.to_string()).collect();
+    embedded.sort();
+    assert_eq!(on_disk, embedded);
+}
+
+#[test]
+fn every_schema_compiles_and_names_its_tool() {
+    for def in definitions() {
+        assert_eq!(def.definition["name"], def.name, "{}: name field", def.name);
+        assert!(
+            def.definition["description"].is_string(),
+            "{}: description",
+            def.name
+        );
+        assert!(def.definition["title"].is_string(), "{}: title", def.name);
+        assert!(
+            def.definition["annotations"].is_object(),
+            "{}: annotations",
+            def.name
+        );
+        assert_eq!(
+            def.input_schema()["type"],
+            "object",
+            "{}: inputSchema type",
+            def.name
+        );
+        if let Err(e) = def.validator() {
+            panic!("{}: schema does not compile: {e}", def.name);
+        }
+    }
+}
+
+#[test]
+fn every_schema_has_a_tool_and_every_tool_a_schema() {
+    let names: Vec<&str> = definitions().iter().map(|d| d.name).collect();
+    assert_eq!(names, crate::tools::NAMES);
+}
+
+#[track_caller]
+fn check(tool: &str, args: serde_json::Value, expect: &str) {
+    let got = match find(tool).unwrap().validate(&args) {
+        Ok(()) => "ok".to_string(),
+        Err(e) => e.to_string(),
+    };
+    assert!(
+        got.starts_with(expect),
+        "got {got:?}, expected it to start with {expect:?}"
+    );
+}
+
+#[test]
+fn validation_names_the_field() {
+    check("read_file", json!({"path": "/a"}), "ok");
+    check("read_file", json!({}), "invalid params: `path` is required");
+    check("read_file", json!({"path": 3}), "invalid params: `path` ");
+    check(
+        "read_multiple_files",
+        json!({"paths": ["/a", 1]}),
+        "invalid params: `paths[1]` ",
+    );
+    check(
+        "directory_tree",
+        json!({"path": "/a", "depth": -1}),
+        "invalid params: `depth` ",
+    );
+    check("read_file", json!([]), "invalid params: `arguments` ");
+}
+
+#[test]
+fn field_names() {
+    assert_eq!(field_name(""), "");
+    assert_eq!(field_name("/path"), "path");
+    assert_eq!(field_name("/edits/0/oldText"), "edits[0].oldText");
+}
+
+#[test]
+fn readme_tool_table_names_every_tool() {
+    let readme = include_str!("../../README.md");
+    for def in definitions() {
+        let row = format!("| `{}` | {} |", def.name, def.definition["title"].as_str().unwrap());
+        assert!(readme.contains(&row), "README.md's tool table lacks the row starting {row:?}");
+    }
+}

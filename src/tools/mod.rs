@@ -1,0 +1,118 @@
+//! The tools: one `match` from a tool name to its function. This file is the feature codemap.
+//!
+//! Each tool is a plain function `(&Ctx, Args) -> Result<Output, ToolError>`. Its arguments have
+//! already been validated against `schemas/<name>.json`; every path in them still has to go
+//! through `ctx.policy` before the filesystem sees it.
+
+mod delete;
+mod directory;
+mod info;
+mod read;
+mod relocate;
+mod write;
+
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::error::ToolError;
+use crate::policy::Policy;
+
+/// The tools `call` knows, in `tools/list` order: tests hold it equal to `schema::FILES`.
+#[cfg(test)]
+pub const NAMES: &[&str] = &[
+    "read_file",
+    "read_multiple_files",
+    "write_file",
+    "create_directory",
+    "list_directory",
+    "directory_tree",
+    "move_file",
+    "delete_file",
+    "get_file_info",
+    "list_allowed_directories",
+];
+
+/// What a tool call can see of the server.
+pub struct Ctx<'a> {
+    pub policy: &'a Policy,
+}
+
+/// One MCP content item. Binary data is already base64.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Content {
+    Text(String),
+    Image {
+        data: String,
+        mime_type: &'static str,
+    },
+    Audio {
+        data: String,
+        mime_type: &'static str,
+    },
+    /// An embedded resource whose `blob` holds the bytes.
+    Blob {
+        uri: String,
+        data: String,
+        mime_type: &'static str,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Output {
+    pub content: Vec<Content>,
+    pub is_error: bool,
+}
+
+impl Output {
+    pub fn text(text: impl Into<String>) -> Output {
+        Output {
+            content: vec![Content::Text(text.into())],
+            is_error: false,
+        }
+    }
+}
+
+pub fn call(name: &str, ctx: &Ctx, args: Value) -> Result<Output, ToolError> {
+    match name {
+        "read_file" => read::read_file(ctx, parse(args)?),
+        "read_multiple_files" => read::read_multiple_files(ctx, parse(args)?),
+        "write_file" => write::write_file(ctx, parse(args)?),
+        "create_directory" => directory::create_directory(ctx, parse(args)?),
+        "list_directory" => directory::list_directory(ctx, parse(args)?),
+        "directory_tree" => directory::directory_tree(ctx, parse(args)?),
+        "move_file" => relocate::move_file(ctx, parse(args)?),
+        "delete_file" => delete::delete_file(ctx, parse(args)?),
+        "get_file_info" => info::get_file_info(ctx, parse(args)?),
+        "list_allowed_directories" => Ok(info::list_allowed_directories(ctx)),
+        _ => Err(ToolError::invalid_params(
+            "name",
+            format!("names no tool of this server: {name:?}"),
+        )),
+    }
+}
+
+/// Deserializes validated arguments. Failing here means a schema is looser than its struct.
+fn parse<T: DeserializeOwned>(args: Value) -> Result<T, ToolError> {
+    serde_json::from_value(args).map_err(|e| ToolError::invalid_params("arguments", e.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every name in `NAMES` reaches a tool: called with no arguments it fails on its arguments
+    /// (or succeeds), never with "names no tool".
+    #[test]
+    fn every_name_has_an_arm() {
+        let policy = Policy::default();
+        for name in NAMES {
+            let ctx = Ctx { policy: &policy };
+            if let Err(e) = call(name, &ctx, serde_json::json!({})) {
+                assert!(!e.to_string().contains("names no tool"), "{name}: {e}");
+            }
+        }
+        let ctx = Ctx { policy: &policy };
+        let err = call("no_such_tool", &ctx, serde_json::json!({})).unwrap_err();
+        assert!(err.to_string().contains("names no tool"));
+    }
+}
