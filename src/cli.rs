@@ -69,22 +69,14 @@ pub fn parse() -> Invocation {
             // --help and --version go to stdout by convention; they run before any server does.
             if !e.use_stderr() {
                 let _ = e.print();
-                return Invocation::Exit {
-                    message: String::new(),
-                    status,
-                };
+                return Invocation::Exit { message: String::new(), status };
             }
             return Invocation::Exit { message, status };
         }
     };
     let cli = match Cli::from_arg_matches(&matches) {
         Ok(cli) => cli,
-        Err(e) => {
-            return Invocation::Exit {
-                message: e.render().to_string(),
-                status: 2,
-            }
-        }
+        Err(e) => return Invocation::Exit { message: e.render().to_string(), status: 2 },
     };
     if !cli.mcp_server {
         let usage = Cli::command().render_usage().to_string();
@@ -96,11 +88,7 @@ pub fn parse() -> Invocation {
     let home = std::env::var_os("HOME").map(PathBuf::from);
     let requested = requested_roots(&cli, &matches);
     match canonical_roots(requested, home.as_deref()) {
-        Ok(roots) => Invocation::Serve(Config {
-            roots,
-            home,
-            log_filter: cli.log_level,
-        }),
+        Ok(roots) => Invocation::Serve(Config { roots, home, log_filter: cli.log_level }),
         Err(message) => Invocation::Exit { message, status: 1 },
     }
 }
@@ -123,10 +111,7 @@ fn requested_roots(cli: &Cli, matches: &clap::ArgMatches) -> Vec<(String, Access
     add("allow_write", &cli.allow_write, Some(Access::Write));
     add("dirs", &cli.dirs, None);
     indexed.sort_by_key(|(idx, ..)| *idx);
-    indexed
-        .into_iter()
-        .map(|(_, path, access)| (path, access))
-        .collect()
+    indexed.into_iter().map(|(_, path, access)| (path, access)).collect()
 }
 
 /// `PATH:ro` → read-only, `PATH:rw` or a bare `PATH` → read-write. Only a trailing suffix counts,

@@ -5,6 +5,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use crate::policy::{Denied, DenyReason};
+use crate::tools::edit::matching::EditError;
 
 /// The contract's error codes a tool can produce. The protocol's own codes (-32700, -32600,
 /// -32601) live in `protocol::jsonrpc`, since no tool can cause them.
@@ -19,6 +20,9 @@ pub enum ToolError {
     NotAllowed(Denied),
     NotFound {
         path: PathBuf,
+    },
+    NoGlobMatch {
+        pattern: String,
     },
     InvalidParams {
         field: String,
@@ -43,6 +47,12 @@ pub enum ToolError {
         path: PathBuf,
         source: io::Error,
     },
+    InvalidRegex {
+        pattern: String,
+        detail: String,
+    },
+    /// An edit did not apply (not found, not unique, bad regex, missing group): nothing written.
+    Edit(EditError),
     /// A tool panicked; the server goes on.
     Panicked {
         detail: String,
@@ -52,49 +62,35 @@ pub enum ToolError {
 impl ToolError {
     pub fn code(&self) -> i32 {
         match self {
-            ToolError::NotAllowed(Denied {
-                reason: DenyReason::Invalid { .. },
-                ..
-            }) => INVALID_PARAMS,
+            ToolError::NotAllowed(Denied { reason: DenyReason::Invalid { .. }, .. }) => {
+                INVALID_PARAMS
+            }
             ToolError::NotAllowed(_) => NOT_ALLOWED,
-            ToolError::NotFound { .. } => NOT_FOUND,
+            ToolError::NotFound { .. } | ToolError::NoGlobMatch { .. } => NOT_FOUND,
             ToolError::InvalidParams { .. } => INVALID_PARAMS,
             ToolError::NotADirectory { .. }
             | ToolError::IsADirectory { .. }
             | ToolError::AlreadyExists { .. }
             | ToolError::TooLarge { .. }
             | ToolError::Io { .. }
+            | ToolError::Edit(_)
+            | ToolError::InvalidRegex { .. }
             | ToolError::Panicked { .. } => INTERNAL,
         }
     }
 
     pub fn invalid_params(field: &str, detail: impl Into<String>) -> ToolError {
-        ToolError::InvalidParams {
-            field: field.to_string(),
-            detail: detail.into(),
-        }
+        ToolError::InvalidParams { field: field.to_string(), detail: detail.into() }
     }
 
     /// Wraps an I/O error, turning "no such file" into the contract's -32002.
     pub fn io(op: &'static str, path: &Path, source: io::Error) -> ToolError {
         match source.kind() {
-            io::ErrorKind::NotFound => ToolError::NotFound {
-                path: path.to_path_buf(),
-            },
-            io::ErrorKind::NotADirectory => ToolError::NotADirectory {
-                path: path.to_path_buf(),
-            },
-            io::ErrorKind::IsADirectory => ToolError::IsADirectory {
-                path: path.to_path_buf(),
-            },
-            io::ErrorKind::AlreadyExists => ToolError::AlreadyExists {
-                path: path.to_path_buf(),
-            },
-            _ => ToolError::Io {
-                op,
-                path: path.to_path_buf(),
-                source,
-            },
+            io::ErrorKind::NotFound => ToolError::NotFound { path: path.to_path_buf() },
+            io::ErrorKind::NotADirectory => ToolError::NotADirectory { path: path.to_path_buf() },
+            io::ErrorKind::IsADirectory => ToolError::IsADirectory { path: path.to_path_buf() },
+            io::ErrorKind::AlreadyExists => ToolError::AlreadyExists { path: path.to_path_buf() },
+            _ => ToolError::Io { op, path: path.to_path_buf(), source },
         }
     }
 }
@@ -110,15 +106,18 @@ impl fmt::Display for ToolError {
         match self {
             ToolError::NotAllowed(denied) => denied.fmt(f),
             ToolError::NotFound { path } => write!(f, "not found: {}", path.display()),
+            ToolError::NoGlobMatch { pattern } => {
+                write!(f, "not found: the glob `{pattern}` matched no files")
+            }
+            ToolError::Edit(e) => e.fmt(f),
+            ToolError::InvalidRegex { pattern, detail } => {
+                write!(f, "invalid regex `{pattern}`: {detail}")
+            }
             ToolError::InvalidParams { field, detail } => {
                 write!(f, "invalid params: `{field}` {detail}")
             }
             ToolError::NotADirectory { path } => {
-                write!(
-                    f,
-                    "not a directory: {} (or one of its parents is a file)",
-                    path.display()
-                )
+                write!(f, "not a directory: {} (or one of its parents is a file)", path.display())
             }
             ToolError::IsADirectory { path } => write!(
                 f,
@@ -126,11 +125,7 @@ impl fmt::Display for ToolError {
                 path.display()
             ),
             ToolError::AlreadyExists { path } => {
-                write!(
-                    f,
-                    "already exists: {}; nothing was overwritten",
-                    path.display()
-                )
+                write!(f, "already exists: {}; nothing was overwritten", path.display())
             }
             ToolError::TooLarge { path, size, cap } => write!(
                 f,

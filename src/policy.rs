@@ -150,23 +150,11 @@ impl Policy {
             self.contain(shown.clone(), target)?;
         }
         if self.roots.iter().any(|r| r.path == resolved.real) {
-            return Err(Denied {
-                path: shown,
-                reason: DenyReason::Root,
-            });
+            return Err(Denied { path: shown, reason: DenyReason::Root });
         }
-        if let Some(inner) = self
-            .roots
-            .iter()
-            .find(|r| r.path.starts_with(&resolved.real))
-        {
-            let reason = DenyReason::ContainsRoot {
-                root: inner.path.clone(),
-            };
-            return Err(Denied {
-                path: shown,
-                reason,
-            });
+        if let Some(inner) = self.roots.iter().find(|r| r.path.starts_with(&resolved.real)) {
+            let reason = DenyReason::ContainsRoot { root: inner.path.clone() };
+            return Err(Denied { path: shown, reason });
         }
         Ok(resolved)
     }
@@ -175,29 +163,15 @@ impl Policy {
         if resolved.access == Access::Write {
             return Ok(resolved);
         }
-        let root = self
-            .most_specific_root(&resolved.real)
-            .map(|r| r.path.clone());
-        let reason = DenyReason::ReadOnly {
-            root: root.unwrap_or_default(),
-        };
-        Err(Denied {
-            path: resolved.shown,
-            reason,
-        })
+        let root = self.most_specific_root(&resolved.real).map(|r| r.path.clone());
+        let reason = DenyReason::ReadOnly { root: root.unwrap_or_default() };
+        Err(Denied { path: resolved.shown, reason })
     }
 
     fn contain(&self, shown: PathBuf, real: PathBuf) -> Result<ResolvedPath, Denied> {
         match self.most_specific_root(&real) {
-            Some(root) => Ok(ResolvedPath {
-                access: root.access,
-                real,
-                shown,
-            }),
-            None => Err(Denied {
-                path: shown,
-                reason: DenyReason::Outside { real },
-            }),
+            Some(root) => Ok(ResolvedPath { access: root.access, real, shown }),
+            None => Err(Denied { path: shown, reason: DenyReason::Outside { real } }),
         }
     }
 
@@ -212,10 +186,8 @@ impl Policy {
 
     /// Returns `(shown, real)`.
     fn resolve(&self, raw: &str, follow_last: bool) -> Result<(PathBuf, PathBuf), Denied> {
-        let invalid = |detail| Denied {
-            path: PathBuf::from(raw),
-            reason: DenyReason::Invalid { detail },
-        };
+        let invalid =
+            |detail| Denied { path: PathBuf::from(raw), reason: DenyReason::Invalid { detail } };
         if raw.is_empty() {
             return Err(invalid("the path is empty"));
         }
@@ -238,6 +210,9 @@ impl Policy {
             path: shown.clone(),
             reason: DenyReason::Invalid { detail },
         })?;
+        // `file.txt/` names a directory: keep the slash so the OS answers "not a directory"
+        // instead of quietly using the file.
+        let real = if raw.ends_with('/') && real.parent().is_some() { real.join("") } else { real };
         Ok((shown, real))
     }
 
@@ -334,10 +309,7 @@ fn push_components(pending: &mut VecDeque<OsString>, path: &Path, front: bool) {
 pub fn canonical_root(path: &Path) -> io::Result<PathBuf> {
     let real = std::fs::canonicalize(path)?;
     if !real.is_dir() {
-        return Err(io::Error::new(
-            io::ErrorKind::NotADirectory,
-            "not a directory",
-        ));
+        return Err(io::Error::new(io::ErrorKind::NotADirectory, "not a directory"));
     }
     Ok(real)
 }

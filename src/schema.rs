@@ -27,6 +27,11 @@ pub static FILES: &[(&str, &str)] = embed!(
     "delete_file",
     "get_file_info",
     "list_allowed_directories",
+    "edit_file",
+    "edit_files",
+    "search_files",
+    "glob_search",
+    "grep_files",
 );
 
 /// One tool's definition as served by `tools/list`, and its compiled validator.
@@ -63,6 +68,13 @@ impl ToolDef {
         &self.definition["inputSchema"]
     }
 
+    /// Whether the tool writes files (its annotations say it is not read-only, and it is not
+    /// execute_command, whose effects are open-ended and which may run for a minute).
+    pub fn changes_files(&self) -> bool {
+        let hints = &self.definition["annotations"];
+        hints["readOnlyHint"] == false && hints["openWorldHint"] != true
+    }
+
     fn validator(&self) -> &Result<jsonschema::Validator, String> {
         self.validator.get_or_init(|| {
             jsonschema::validator_for(self.input_schema()).map_err(|e| e.to_string())
@@ -73,11 +85,7 @@ impl ToolDef {
     pub fn validate(&self, args: &Value) -> Result<(), ToolError> {
         let validator = match self.validator() {
             Ok(v) => v,
-            Err(detail) => {
-                return Err(ToolError::Panicked {
-                    detail: detail.clone(),
-                })
-            }
+            Err(detail) => return Err(ToolError::Panicked { detail: detail.clone() }),
         };
         let Some(error) = validator.iter_errors(args).next() else {
             return Ok(());

@@ -43,18 +43,9 @@ impl Tree {
         symlink("loop_a", base.join("rw/loop_b")).unwrap();
         let base = std::fs::canonicalize(&base).unwrap();
         let roots = vec![
-            AllowedRoot {
-                path: base.join("rw"),
-                access: Access::Write,
-            },
-            AllowedRoot {
-                path: base.join("ro"),
-                access: Access::Read,
-            },
-            AllowedRoot {
-                path: base.join("rw/ro_nested"),
-                access: Access::Read,
-            },
+            AllowedRoot { path: base.join("rw"), access: Access::Write },
+            AllowedRoot { path: base.join("ro"), access: Access::Read },
+            AllowedRoot { path: base.join("rw/ro_nested"), access: Access::Read },
         ];
         let policy = Policy::new(roots, Some(base.join("rw/sub")));
         Tree { base, policy }
@@ -92,12 +83,7 @@ macro_rules! allowed {
     ($tree:expr, $op:ident, $path:expr, $real:expr) => {{
         let raw = $tree.path($path);
         match run(&$tree, Op::$op, &raw) {
-            Ok(r) => assert_eq!(
-                r.real,
-                PathBuf::from($tree.path($real)),
-                "{:?} {raw}",
-                Op::$op
-            ),
+            Ok(r) => assert_eq!(r.real, PathBuf::from($tree.path($real)), "{:?} {raw}", Op::$op),
             Err(e) => panic!("{:?} {raw}: expected allowed, got {e}", Op::$op),
         }
     }};
@@ -108,11 +94,9 @@ macro_rules! denied {
     ($tree:expr, $op:ident, $path:expr, $reason:pat) => {{
         let raw = $tree.path($path);
         match run(&$tree, Op::$op, &raw) {
-            Ok(r) => panic!(
-                "{:?} {raw}: expected denied, resolved to {}",
-                Op::$op,
-                r.real.display()
-            ),
+            Ok(r) => {
+                panic!("{:?} {raw}: expected denied, resolved to {}", Op::$op, r.real.display())
+            }
             Err(e) => assert!(
                 matches!(e.reason, $reason),
                 "{:?} {raw}: wrong reason {:?}",
@@ -135,20 +119,12 @@ fn reads() {
     allowed!(t, Read, "file.txt", "$B/rw/file.txt");
     allowed!(t, Read, "sub/../file.txt", "$B/rw/file.txt");
     allowed!(t, Read, "~/inner.txt", "$B/rw/sub/inner.txt");
+    allowed!(t, Read, "$B/rw/sub/", "$B/rw/sub/");
+    allowed!(t, Read, "$B/rw/file.txt/", "$B/rw/file.txt/");
     denied!(t, Read, "$B/outside/secret.txt", DenyReason::Outside { .. });
-    denied!(
-        t,
-        Read,
-        "$B/rw/../outside/secret.txt",
-        DenyReason::Outside { .. }
-    );
+    denied!(t, Read, "$B/rw/../outside/secret.txt", DenyReason::Outside { .. });
     denied!(t, Read, "../outside/secret.txt", DenyReason::Outside { .. });
-    denied!(
-        t,
-        Read,
-        "$B/rw/link_out/secret.txt",
-        DenyReason::Outside { .. }
-    );
+    denied!(t, Read, "$B/rw/link_out/secret.txt", DenyReason::Outside { .. });
     denied!(t, Read, "$B/rw/link_out", DenyReason::Outside { .. });
     denied!(t, Read, "$B/rw/file_link_out", DenyReason::Outside { .. });
     denied!(t, Read, "$B/rw_evil/x", DenyReason::Outside { .. });
@@ -157,21 +133,11 @@ fn reads() {
     denied!(t, Read, "/", DenyReason::Outside { .. });
     denied!(t, Read, "/etc/passwd", DenyReason::Outside { .. });
     // A missing directory, then `..` back into a symlink that escapes.
-    denied!(
-        t,
-        Read,
-        "$B/rw/missing/../link_out/secret.txt",
-        DenyReason::Outside { .. }
-    );
+    denied!(t, Read, "$B/rw/missing/../link_out/secret.txt", DenyReason::Outside { .. });
     denied!(t, Read, "$B/rw/loop_a", DenyReason::Invalid { .. });
     denied!(t, Read, "", DenyReason::Invalid { .. });
     denied!(t, Read, "$B/rw/a\0b", DenyReason::Invalid { .. });
-    denied!(
-        t,
-        Read,
-        &format!("$B/rw/{}", "a/".repeat(3000)),
-        DenyReason::Invalid { .. }
-    );
+    denied!(t, Read, &format!("$B/rw/{}", "a/".repeat(3000)), DenyReason::Invalid { .. });
 }
 
 #[test]
@@ -179,26 +145,11 @@ fn writes() {
     let t = Tree::new();
     allowed!(t, Write, "$B/rw/file.txt", "$B/rw/file.txt");
     allowed!(t, Write, "$B/rw/link_in/new.txt", "$B/rw/sub/new.txt");
-    allowed!(
-        t,
-        Write,
-        "$B/rw/new/deeper/file.txt",
-        "$B/rw/new/deeper/file.txt"
-    );
-    denied!(
-        t,
-        Write,
-        "$B/rw/link_out/new.txt",
-        DenyReason::Outside { .. }
-    );
+    allowed!(t, Write, "$B/rw/new/deeper/file.txt", "$B/rw/new/deeper/file.txt");
+    denied!(t, Write, "$B/rw/link_out/new.txt", DenyReason::Outside { .. });
     denied!(t, Write, "$B/rw/file_link_out", DenyReason::Outside { .. });
     denied!(t, Write, "$B/ro/new.txt", DenyReason::ReadOnly { .. });
-    denied!(
-        t,
-        Write,
-        "$B/rw/ro_nested/new.txt",
-        DenyReason::ReadOnly { .. }
-    );
+    denied!(t, Write, "$B/rw/ro_nested/new.txt", DenyReason::ReadOnly { .. });
     denied!(t, Write, "$B/rw_evil/new.txt", DenyReason::Outside { .. });
 }
 
@@ -215,12 +166,7 @@ fn removals() {
     denied!(t, Remove, "$B/rw/sub/..", DenyReason::Root);
     denied!(t, Remove, "$B/ro", DenyReason::ReadOnly { .. });
     denied!(t, Remove, "$B/rw/ro_nested", DenyReason::ReadOnly { .. });
-    denied!(
-        t,
-        Remove,
-        "$B/outside/secret.txt",
-        DenyReason::Outside { .. }
-    );
+    denied!(t, Remove, "$B/outside/secret.txt", DenyReason::Outside { .. });
 }
 
 #[test]
@@ -236,14 +182,8 @@ fn most_specific_root_wins() {
 fn a_directory_holding_a_root_cannot_be_removed() {
     let t = Tree::new();
     let roots = vec![
-        AllowedRoot {
-            path: t.base.clone(),
-            access: Access::Write,
-        },
-        AllowedRoot {
-            path: t.base.join("rw/ro_nested"),
-            access: Access::Read,
-        },
+        AllowedRoot { path: t.base.clone(), access: Access::Write },
+        AllowedRoot { path: t.base.join("rw/ro_nested"), access: Access::Read },
     ];
     let policy = Policy::new(roots, None);
     let e = policy.resolve_remove(&t.path("$B/rw")).unwrap_err();
@@ -255,10 +195,7 @@ fn no_roots_allow_nothing() {
     let policy = Policy::new(Vec::new(), None);
     for raw in ["/", "/tmp", "relative.txt", "."] {
         let e = policy.resolve_read(raw).unwrap_err();
-        assert!(
-            matches!(e.reason, DenyReason::Outside { .. }),
-            "{raw}: {e:?}"
-        );
+        assert!(matches!(e.reason, DenyReason::Outside { .. }), "{raw}: {e:?}");
     }
 }
 
@@ -266,14 +203,8 @@ fn no_roots_allow_nothing() {
 fn messages_name_the_path() {
     let t = Tree::new();
     let e = t.policy.resolve_read("/etc/passwd").unwrap_err();
-    assert_eq!(
-        e.to_string(),
-        "path not allowed: /etc/passwd is outside the allowed directories"
-    );
-    let e = t
-        .policy
-        .resolve_read(&t.path("$B/rw/link_out/secret.txt"))
-        .unwrap_err();
+    assert_eq!(e.to_string(), "path not allowed: /etc/passwd is outside the allowed directories");
+    let e = t.policy.resolve_read(&t.path("$B/rw/link_out/secret.txt")).unwrap_err();
     assert!(e.to_string().contains("resolves to"), "{e}");
     let _ = Path::new("");
 }

@@ -21,6 +21,7 @@ pub fn call_tool(policy: &Policy, params: Value) -> Result<Value, RpcError> {
         ))
     })?;
     def.validate(&args).map_err(|e| rpc_error(&e))?;
+    let args = integral_floats_as_integers(args);
     let ctx = Ctx { policy };
     let outcome = catch_unwind(AssertUnwindSafe(|| tools::call(&name, &ctx, args)));
     let output = match outcome {
@@ -48,12 +49,7 @@ fn envelope(params: Value) -> Result<(String, Value), RpcError> {
     };
     let name = match params.remove("name") {
         Some(Value::String(name)) => name,
-        Some(_) => {
-            return Err(rpc_error(&ToolError::invalid_params(
-                "name",
-                "must be a string",
-            )))
-        }
+        Some(_) => return Err(rpc_error(&ToolError::invalid_params("name", "must be a string"))),
         None => return Err(rpc_error(&ToolError::invalid_params("name", "is required"))),
     };
     let args = match params.remove("arguments") {
@@ -61,6 +57,29 @@ fn envelope(params: Value) -> Result<(String, Value), RpcError> {
         Some(args) => args,
     };
     Ok((name, args))
+}
+
+/// JSON Schema counts `1.0` as an integer, serde's `usize` does not: after validation, a
+/// whole-number float is the integer it spells.
+fn integral_floats_as_integers(value: Value) -> Value {
+    match value {
+        Value::Number(n) if n.is_f64() => match n.as_f64() {
+            Some(f) if f.fract() == 0.0 && (0.0..=u64::MAX as f64).contains(&f) => {
+                Value::from(f as u64)
+            }
+            Some(f) if f.fract() == 0.0 && (i64::MIN as f64..0.0).contains(&f) => {
+                Value::from(f as i64)
+            }
+            _ => Value::Number(n),
+        },
+        Value::Array(items) => {
+            Value::Array(items.into_iter().map(integral_floats_as_integers).collect())
+        }
+        Value::Object(map) => Value::Object(
+            map.into_iter().map(|(k, v)| (k, integral_floats_as_integers(v))).collect(),
+        ),
+        other => other,
+    }
 }
 
 pub fn rpc_error(error: &ToolError) -> RpcError {
@@ -85,11 +104,7 @@ fn render_content(content: Content) -> Value {
         Content::Audio { data, mime_type } => {
             json!({"type": "audio", "data": data, "mimeType": mime_type})
         }
-        Content::Blob {
-            uri,
-            data,
-            mime_type,
-        } => json!({
+        Content::Blob { uri, data, mime_type } => json!({
             "type": "resource",
             "resource": {"uri": uri, "mimeType": mime_type, "blob": data},
         }),

@@ -16,10 +16,7 @@ pub struct RpcError {
 
 impl RpcError {
     pub fn new(code: i32, message: impl Into<String>) -> RpcError {
-        RpcError {
-            code,
-            message: message.into(),
-        }
+        RpcError { code, message: message.into() }
     }
 }
 
@@ -27,18 +24,11 @@ impl RpcError {
 #[derive(Debug)]
 pub enum Message {
     /// Has an `id` (possibly `null`, which is answered with `"id": null`): needs a response.
-    Request {
-        id: Value,
-        method: String,
-        params: Value,
-    },
+    Request { id: Value, method: String, params: Value },
     /// No `id`: never answered.
     Notification { method: String, params: Value },
     /// A response to a request the server sent (e.g. `roots/list`).
-    Response {
-        id: Value,
-        outcome: Result<Value, Value>,
-    },
+    Response { id: Value, outcome: Result<Value, Value> },
 }
 
 /// Classifies one JSON value. A malformed envelope comes back as the id to answer with (when
@@ -55,23 +45,17 @@ pub fn classify(value: Value) -> Result<Message, (Value, RpcError)> {
     if object.get("jsonrpc") != Some(&Value::String("2.0".into())) {
         return Err((answer_id, invalid("\"jsonrpc\" must be \"2.0\"")));
     }
-    if let Some(bad) = id
-        .as_ref()
-        .filter(|v| !matches!(v, Value::Number(_) | Value::String(_) | Value::Null))
+    if let Some(bad) =
+        id.as_ref().filter(|v| !matches!(v, Value::Number(_) | Value::String(_) | Value::Null))
     {
         return Err((
             Value::Null,
-            invalid(format!(
-                "\"id\" must be a string, a number or null, not {bad}"
-            )),
+            invalid(format!("\"id\" must be a string, a number or null, not {bad}")),
         ));
     }
     let params = object.remove("params").unwrap_or(Value::Null);
     if !matches!(params, Value::Object(_) | Value::Array(_) | Value::Null) {
-        return Err((
-            answer_id,
-            invalid("\"params\" must be an object or an array"),
-        ));
+        return Err((answer_id, invalid("\"params\" must be an object or an array")));
     }
     match (object.remove("method"), id) {
         (Some(Value::String(method)), Some(id)) => Ok(Message::Request { id, method, params }),
@@ -84,14 +68,8 @@ pub fn classify(value: Value) -> Result<Message, (Value, RpcError)> {
 
 fn response(id: Value, mut object: Map<String, Value>) -> Result<Message, RpcError> {
     match (object.remove("result"), object.remove("error")) {
-        (Some(result), None) => Ok(Message::Response {
-            id,
-            outcome: Ok(result),
-        }),
-        (None, Some(error)) => Ok(Message::Response {
-            id,
-            outcome: Err(error),
-        }),
+        (Some(result), None) => Ok(Message::Response { id, outcome: Ok(result) }),
+        (None, Some(error)) => Ok(Message::Response { id, outcome: Err(error) }),
         _ => Err(invalid(
             "a message needs a \"method\" (or, for a response, \"result\" or \"error\")",
         )),
@@ -127,41 +105,17 @@ mod tests {
 
     #[test]
     fn classification() {
-        check(
-            r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#,
-            "request 1 ping",
-        );
-        check(
-            r#"{"jsonrpc":"2.0","id":"a","method":"ping"}"#,
-            "request \"a\" ping",
-        );
-        check(
-            r#"{"jsonrpc":"2.0","id":null,"method":"ping"}"#,
-            "request null ping",
-        );
-        check(
-            r#"{"jsonrpc":"2.0","method":"initialized"}"#,
-            "notification initialized",
-        );
+        check(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#, "request 1 ping");
+        check(r#"{"jsonrpc":"2.0","id":"a","method":"ping"}"#, "request \"a\" ping");
+        check(r#"{"jsonrpc":"2.0","id":null,"method":"ping"}"#, "request null ping");
+        check(r#"{"jsonrpc":"2.0","method":"initialized"}"#, "notification initialized");
         check(r#"{"jsonrpc":"2.0","id":3,"result":{}}"#, "response 3 true");
-        check(
-            r#"{"jsonrpc":"2.0","id":3,"error":{"code":1}}"#,
-            "response 3 false",
-        );
+        check(r#"{"jsonrpc":"2.0","id":3,"error":{"code":1}}"#, "response 3 false");
         check(r#"{"id":1,"method":"ping"}"#, "error 1 -32600");
-        check(
-            r#"{"jsonrpc":"1.0","id":1,"method":"ping"}"#,
-            "error 1 -32600",
-        );
+        check(r#"{"jsonrpc":"1.0","id":1,"method":"ping"}"#, "error 1 -32600");
         check(r#"{"jsonrpc":"2.0","id":1,"method":5}"#, "error 1 -32600");
-        check(
-            r#"{"jsonrpc":"2.0","id":{},"method":"ping"}"#,
-            "error null -32600",
-        );
-        check(
-            r#"{"jsonrpc":"2.0","id":1,"method":"x","params":3}"#,
-            "error 1 -32600",
-        );
+        check(r#"{"jsonrpc":"2.0","id":{},"method":"ping"}"#, "error null -32600");
+        check(r#"{"jsonrpc":"2.0","id":1,"method":"x","params":3}"#, "error 1 -32600");
         check(r#"{"jsonrpc":"2.0","id":1}"#, "error 1 -32600");
         check(r#"[]"#, "error null -32600");
         check(r#"7"#, "error null -32600");

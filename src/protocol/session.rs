@@ -5,6 +5,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use serde_json::{json, Value};
+use tokio::sync::oneshot;
 use tokio::task::JoinSet;
 
 use crate::policy::Policy;
@@ -25,6 +26,15 @@ const DRAIN_LIMIT: Duration = Duration::from_secs(70);
 pub struct Session {
     policy: Arc<Policy>,
     version: Mutex<Option<String>>,
+    /// Completion of the last file-changing call handed out; see `write_turn`.
+    last_write: Mutex<Option<oneshot::Receiver<()>>>,
+}
+
+/// A file-changing call's place in line: wait for `previous`, run, then drop `_done` to let
+/// the next writer go.
+struct WriteTurn {
+    previous: Option<oneshot::Receiver<()>>,
+    _done: oneshot::Sender<()>,
 }
 
 /// Serves stdin until it closes, then answers what is in flight and returns.
@@ -34,20 +44,17 @@ pub async fn serve(policy: Policy) {
     let session = Arc::new(Session {
         policy: Arc::new(policy),
         version: Mutex::new(None),
+        last_write: Mutex::new(None),
     });
     let mut in_flight = JoinSet::new();
     while let Some(line) = lines.recv().await {
         while in_flight.try_join_next().is_some() {}
         session.accept(line, &outbox, &mut in_flight);
     }
-    tracing::debug!(
-        in_flight = in_flight.len(),
-        "stdin closed; finishing in-flight requests"
-    );
-    let drained = tokio::time::timeout(DRAIN_LIMIT, async {
-        while in_flight.join_next().await.is_some() {}
-    })
-    .await;
+    tracing::debug!(in_flight = in_flight.len(), "stdin closed; finishing in-flight requests");
+    let drained =
+        tokio::time::timeout(DRAIN_LIMIT, async { while in_flight.join_next().await.is_some() {} })
+            .await;
     if drained.is_err() {
         tracing::warn!(
             "in-flight requests still running {DRAIN_LIMIT:?} after stdin closed; exiting"
@@ -68,10 +75,7 @@ impl Session {
                     "parse error: a message of {len} bytes exceeds the limit of {} bytes",
                     transport::MAX_LINE_BYTES
                 );
-                outbox.send(&jsonrpc::failure(
-                    Value::Null,
-                    &RpcError::new(PARSE_ERROR, message),
-                ));
+                outbox.send(&jsonrpc::failure(Value::Null, &RpcError::new(PARSE_ERROR, message)));
                 return;
             }
         };
@@ -87,17 +91,16 @@ impl Session {
             }
         };
         if let Value::Array(batch) = value {
-            let session = Arc::clone(self);
-            let outbox = outbox.clone();
-            in_flight.spawn(async move { session.batch(batch, outbox).await });
+            self.accept_batch(batch, outbox, in_flight);
             return;
         }
         match jsonrpc::classify(value) {
             Ok(Message::Request { id, method, params }) if method == "tools/call" => {
+                let turn = self.write_turn(&params);
                 let session = Arc::clone(self);
                 let outbox = outbox.clone();
                 in_flight.spawn(async move {
-                    let reply = session.call_tool(id, params).await;
+                    let reply = session.call_tool(id, params, turn).await;
                     outbox.send(&reply);
                 });
             }
@@ -110,9 +113,14 @@ impl Session {
         }
     }
 
-    /// A JSON-RPC batch: every element runs concurrently; one array of replies, none if every
-    /// element was a notification.
-    async fn batch(self: Arc<Self>, batch: Vec<Value>, outbox: Outbox) {
+    /// A JSON-RPC batch: every element runs concurrently (writers still take their turns in
+    /// order); one array of replies, none if every element was a notification.
+    fn accept_batch(
+        self: &Arc<Self>,
+        batch: Vec<Value>,
+        outbox: &Outbox,
+        in_flight: &mut JoinSet<()>,
+    ) {
         if batch.is_empty() {
             let error = RpcError::new(jsonrpc::INVALID_REQUEST, "invalid request: empty batch");
             outbox.send(&jsonrpc::failure(Value::Null, &error));
@@ -120,11 +128,18 @@ impl Session {
         }
         let mut parts = JoinSet::new();
         for (idx, value) in batch.into_iter().enumerate() {
-            let session = Arc::clone(&self);
+            let session = Arc::clone(self);
+            let message = jsonrpc::classify(value);
+            let turn = match &message {
+                Ok(Message::Request { method, params, .. }) if method == "tools/call" => {
+                    self.write_turn(params)
+                }
+                _ => None,
+            };
             parts.spawn(async move {
-                let reply = match jsonrpc::classify(value) {
+                let reply = match message {
                     Ok(Message::Request { id, method, params }) if method == "tools/call" => {
-                        Some(session.call_tool(id, params).await)
+                        Some(session.call_tool(id, params, turn).await)
                     }
                     Ok(message) => session.handle(message),
                     Err((id, error)) => Some(jsonrpc::failure(id, &error)),
@@ -132,19 +147,40 @@ impl Session {
                 (idx, reply)
             });
         }
-        let mut replies: Vec<(usize, Value)> = Vec::new();
-        while let Some(joined) = parts.join_next().await {
-            if let Ok((idx, Some(reply))) = joined {
-                replies.push((idx, reply));
+        let outbox = outbox.clone();
+        in_flight.spawn(async move {
+            let mut replies: Vec<(usize, Value)> = Vec::new();
+            while let Some(joined) = parts.join_next().await {
+                if let Ok((idx, Some(reply))) = joined {
+                    replies.push((idx, reply));
+                }
             }
-        }
-        replies.sort_by_key(|(idx, _)| *idx);
-        if !replies.is_empty() {
-            outbox.send(&Value::Array(replies.into_iter().map(|(_, r)| r).collect()));
-        }
+            replies.sort_by_key(|(idx, _)| *idx);
+            if !replies.is_empty() {
+                outbox.send(&Value::Array(replies.into_iter().map(|(_, r)| r).collect()));
+            }
+        });
     }
 
-    async fn call_tool(&self, id: Value, params: Value) -> Value {
+    /// Calls that change files run one after another, in the order they arrived, so that a
+    /// client pipelining two edits of one file gets both applied, in order. Reads never wait.
+    /// Taken when the line is read (in order), awaited by the task that runs the call.
+    fn write_turn(&self, params: &Value) -> Option<WriteTurn> {
+        let name = params.get("name").and_then(Value::as_str)?;
+        if !schema::find(name).is_some_and(|def| def.changes_files()) {
+            return None;
+        }
+        let (done, next) = oneshot::channel();
+        let mut last = self.last_write.lock().unwrap_or_else(|e| e.into_inner());
+        let previous = last.replace(next);
+        Some(WriteTurn { previous, _done: done })
+    }
+
+    async fn call_tool(&self, id: Value, params: Value, mut turn: Option<WriteTurn>) -> Value {
+        if let Some(WriteTurn { previous: Some(previous), .. }) = &mut turn {
+            // An error only means the previous writer is gone (finished or panicked): go on.
+            let _ = previous.await;
+        }
         let policy = Arc::clone(&self.policy);
         let outcome =
             tokio::task::spawn_blocking(move || dispatch::call_tool(&policy, params)).await;
@@ -188,23 +224,14 @@ impl Session {
             "ping" => Ok(json!({})),
             "tools/list" => Ok(tools_list().clone()),
             "tools/call" => unreachable!("tools/call is dispatched concurrently"),
-            _ => Err(RpcError::new(
-                METHOD_NOT_FOUND,
-                format!("method not found: {method}"),
-            )),
+            _ => Err(RpcError::new(METHOD_NOT_FOUND, format!("method not found: {method}"))),
         }
     }
 
     fn initialize(&self, params: &Value) -> Value {
-        let asked = params
-            .get("protocolVersion")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        let version = SUPPORTED_VERSIONS
-            .iter()
-            .find(|v| **v == asked)
-            .copied()
-            .unwrap_or(LATEST_VERSION);
+        let asked = params.get("protocolVersion").and_then(Value::as_str).unwrap_or_default();
+        let version =
+            SUPPORTED_VERSIONS.iter().find(|v| **v == asked).copied().unwrap_or(LATEST_VERSION);
         *self.version.lock().unwrap_or_else(|e| e.into_inner()) = Some(version.to_string());
         json!({
             "protocolVersion": version,
@@ -218,10 +245,8 @@ impl Session {
 fn tools_list() -> &'static Value {
     static LIST: OnceLock<Value> = OnceLock::new();
     LIST.get_or_init(|| {
-        let tools: Vec<Value> = schema::definitions()
-            .iter()
-            .map(|d| d.definition.clone())
-            .collect();
+        let tools: Vec<Value> =
+            schema::definitions().iter().map(|d| d.definition.clone()).collect();
         json!({ "tools": tools })
     })
 }

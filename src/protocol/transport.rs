@@ -46,11 +46,7 @@ fn read_line(reader: &mut impl BufRead) -> Option<Line> {
             Err(_) => &[],
         };
         if buf.is_empty() {
-            return if len == 0 {
-                None
-            } else {
-                Some(finish(line, len))
-            };
+            return if len == 0 { None } else { Some(finish(line, len)) };
         }
         let (chunk, found) = match memchr_newline(buf) {
             Some(i) => (&buf[..i], true),
@@ -103,10 +99,7 @@ pub fn spawn_writer() -> (Outbox, JoinHandle<()>) {
     (Outbox(tx), handle)
 }
 
-#[expect(
-    clippy::disallowed_methods,
-    reason = "the transport is the only writer of stdout"
-)]
+#[expect(clippy::disallowed_methods, reason = "the transport is the only writer of stdout")]
 fn stdout() -> std::io::Stdout {
     std::io::stdout()
 }

@@ -23,23 +23,10 @@ fn every_schema_file_is_embedded_and_every_embedded_schema_has_a_file() {
 fn every_schema_compiles_and_names_its_tool() {
     for def in definitions() {
         assert_eq!(def.definition["name"], def.name, "{}: name field", def.name);
-        assert!(
-            def.definition["description"].is_string(),
-            "{}: description",
-            def.name
-        );
+        assert!(def.definition["description"].is_string(), "{}: description", def.name);
         assert!(def.definition["title"].is_string(), "{}: title", def.name);
-        assert!(
-            def.definition["annotations"].is_object(),
-            "{}: annotations",
-            def.name
-        );
-        assert_eq!(
-            def.input_schema()["type"],
-            "object",
-            "{}: inputSchema type",
-            def.name
-        );
+        assert!(def.definition["annotations"].is_object(), "{}: annotations", def.name);
+        assert_eq!(def.input_schema()["type"], "object", "{}: inputSchema type", def.name);
         if let Err(e) = def.validator() {
             panic!("{}: schema does not compile: {e}", def.name);
         }
@@ -58,10 +45,7 @@ fn check(tool: &str, args: serde_json::Value, expect: &str) {
         Ok(()) => "ok".to_string(),
         Err(e) => e.to_string(),
     };
-    assert!(
-        got.starts_with(expect),
-        "got {got:?}, expected it to start with {expect:?}"
-    );
+    assert!(got.starts_with(expect), "got {got:?}, expected it to start with {expect:?}");
 }
 
 #[test]
@@ -69,16 +53,8 @@ fn validation_names_the_field() {
     check("read_file", json!({"path": "/a"}), "ok");
     check("read_file", json!({}), "invalid params: `path` is required");
     check("read_file", json!({"path": 3}), "invalid params: `path` ");
-    check(
-        "read_multiple_files",
-        json!({"paths": ["/a", 1]}),
-        "invalid params: `paths[1]` ",
-    );
-    check(
-        "directory_tree",
-        json!({"path": "/a", "depth": -1}),
-        "invalid params: `depth` ",
-    );
+    check("read_multiple_files", json!({"paths": ["/a", 1]}), "invalid params: `paths[1]` ");
+    check("directory_tree", json!({"path": "/a", "depth": -1}), "invalid params: `depth` ");
     check("read_file", json!([]), "invalid params: `arguments` ");
 }
 

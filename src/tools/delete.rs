@@ -15,8 +15,5 @@ pub fn delete_file(ctx: &Ctx, args: DeleteArgs) -> Result<Output, ToolError> {
     let resolved = ctx.policy.resolve_remove(&args.path)?;
     // std's remove_dir_all does not follow symlinks inside the tree it removes.
     remove_any(&resolved.real).map_err(|e| ToolError::io("delete", &resolved.shown, e))?;
-    Ok(Output::text(format!(
-        "Deleted {}",
-        resolved.shown.display()
-    )))
+    Ok(Output::text(format!("Deleted {}", resolved.shown.display())))
 }

@@ -1,7 +1,6 @@
 //! create_directory, list_directory and directory_tree.
 
 use std::fs;
-use std::io::Write;
 use std::path::Path;
 
 use serde::Deserialize;
@@ -9,6 +8,7 @@ use serde::Deserialize;
 use crate::error::ToolError;
 use crate::tools::write::TEMP_PREFIX;
 use crate::tools::{Ctx, Output};
+use crate::walk::{self, EntryKind, WalkOptions};
 
 #[derive(Deserialize)]
 pub struct PathArgs {
@@ -25,17 +25,12 @@ pub fn create_directory(ctx: &Ctx, args: PathArgs) -> Result<Output, ToolError> 
     let resolved = ctx.policy.resolve_write(&args.path)?;
     fs::create_dir_all(&resolved.real).map_err(|e| {
         if resolved.real.exists() && !resolved.real.is_dir() {
-            ToolError::AlreadyExists {
-                path: resolved.shown.clone(),
-            }
+            ToolError::AlreadyExists { path: resolved.shown.clone() }
         } else {
             ToolError::io("create directory", &resolved.shown, e)
         }
     })?;
-    Ok(Output::text(format!(
-        "Created directory {}",
-        resolved.shown.display()
-    )))
+    Ok(Output::text(format!("Created directory {}", resolved.shown.display())))
 }
 
 /// What an entry is, without following symlinks.
@@ -105,72 +100,61 @@ pub fn list_directory(ctx: &Ctx, args: PathArgs) -> Result<Output, ToolError> {
 /// `children` key; `children: []` means it is empty.
 pub fn directory_tree(ctx: &Ctx, args: TreeArgs) -> Result<Output, ToolError> {
     let resolved = ctx.policy.resolve_read(&args.path)?;
-    let meta = fs::metadata(&resolved.real)
+    // Fails for a missing, unreadable or non-directory root; below it, the walk skips what it
+    // cannot read.
+    fs::read_dir(&resolved.real)
         .map_err(|e| ToolError::io("read directory", &resolved.shown, e))?;
-    if !meta.is_dir() {
-        return Err(ToolError::NotADirectory {
-            path: resolved.shown,
-        });
-    }
     let name = match resolved.shown.file_name() {
         Some(name) => name.to_string_lossy().into_owned(),
         None => resolved.shown.display().to_string(),
     };
     let mut out = Vec::with_capacity(4096);
-    write_dir(&mut out, &name, &resolved.real, &resolved.shown, args.depth)?;
-    // The writer only ever produces UTF-8: names are lossily converted and JSON-escaped.
-    Ok(Output::text(String::from_utf8_lossy(&out).into_owned()))
-}
-
-/// Writes one directory node. `depth` is how many more levels may be listed (`None`: all).
-fn write_dir(
-    out: &mut Vec<u8>,
-    name: &str,
-    real: &Path,
-    shown: &Path,
-    depth: Option<usize>,
-) -> Result<(), ToolError> {
     out.extend_from_slice(b"{\"name\":");
-    write_json_string(out, name);
+    write_json_string(&mut out, &name);
     out.extend_from_slice(b",\"type\":\"directory\"");
-    if depth == Some(0) {
+    if args.depth == Some(0) {
         out.push(b'}');
-        return Ok(());
+        return Ok(Output::text(String::from_utf8_lossy(&out).into_owned()));
     }
     out.extend_from_slice(b",\"children\":[");
-    let entries = match sorted_entries(real, shown) {
-        Ok(entries) => entries,
-        // Below the root, an unreadable directory is shown empty rather than failing the tree.
-        Err(_) if real != shown => Vec::new(),
-        Err(e) => return Err(e),
-    };
-    for (i, (child, kind)) in entries.iter().enumerate() {
-        if i > 0 {
-            out.push(b',');
+    let options = WalkOptions { max_depth: args.depth, ..WalkOptions::default() };
+    // The entries come depth-first with siblings sorted, so the tree is written in one pass:
+    // `open` holds, per open directory, whether it has a child written yet.
+    let mut open: Vec<bool> = vec![false];
+    for entry in walk::entries(&resolved.real, &options) {
+        while open.len() > entry.depth {
+            open.pop();
+            out.extend_from_slice(b"]}");
         }
-        match kind {
-            Kind::Dir => {
-                let next = depth.map(|d| d - 1);
-                write_dir(out, child, &real.join(child), &real.join(child), next)?;
+        if let Some(has_child) = open.last_mut() {
+            if *has_child {
+                out.push(b',');
             }
-            Kind::File | Kind::Link => {
-                out.extend_from_slice(b"{\"name\":");
-                write_json_string(out, child);
-                let tag: &[u8] = if *kind == Kind::Link {
-                    b",\"type\":\"symlink\"}"
-                } else {
-                    b",\"type\":\"file\"}"
-                };
-                out.extend_from_slice(tag);
+            *has_child = true;
+        }
+        out.extend_from_slice(b"{\"name\":");
+        let name = entry.rel.file_name().map(|n| n.to_string_lossy()).unwrap_or_default();
+        write_json_string(&mut out, &name);
+        match entry.kind {
+            EntryKind::Dir if args.depth == Some(entry.depth) => {
+                out.extend_from_slice(b",\"type\":\"directory\"}")
             }
+            EntryKind::Dir => {
+                out.extend_from_slice(b",\"type\":\"directory\",\"children\":[");
+                open.push(false);
+            }
+            EntryKind::File => out.extend_from_slice(b",\"type\":\"file\"}"),
+            EntryKind::Symlink => out.extend_from_slice(b",\"type\":\"symlink\"}"),
         }
     }
-    out.extend_from_slice(b"]}");
-    Ok(())
+    for _ in 0..open.len() {
+        out.extend_from_slice(b"]}");
+    }
+    // Names are lossily converted and JSON-escaped: the bytes are UTF-8.
+    Ok(Output::text(String::from_utf8_lossy(&out).into_owned()))
 }
 
 fn write_json_string(out: &mut Vec<u8>, s: &str) {
     // serde_json's escaping, without building a Value per node.
     let _ = serde_json::to_writer(&mut *out, s);
-    let _ = out.flush();
 }

@@ -6,10 +6,13 @@
 
 mod delete;
 mod directory;
+pub mod edit;
+mod find;
+mod grep;
 mod info;
-mod read;
+pub mod read;
 mod relocate;
-mod write;
+pub mod write;
 
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -30,6 +33,11 @@ pub const NAMES: &[&str] = &[
     "delete_file",
     "get_file_info",
     "list_allowed_directories",
+    "edit_file",
+    "edit_files",
+    "search_files",
+    "glob_search",
+    "grep_files",
 ];
 
 /// What a tool call can see of the server.
@@ -65,10 +73,7 @@ pub struct Output {
 
 impl Output {
     pub fn text(text: impl Into<String>) -> Output {
-        Output {
-            content: vec![Content::Text(text.into())],
-            is_error: false,
-        }
+        Output { content: vec![Content::Text(text.into())], is_error: false }
     }
 }
 
@@ -84,6 +89,11 @@ pub fn call(name: &str, ctx: &Ctx, args: Value) -> Result<Output, ToolError> {
         "delete_file" => delete::delete_file(ctx, parse(args)?),
         "get_file_info" => info::get_file_info(ctx, parse(args)?),
         "list_allowed_directories" => Ok(info::list_allowed_directories(ctx)),
+        "edit_file" => edit::edit_file(ctx, parse(args)?),
+        "edit_files" => edit::edit_files(ctx, parse(args)?),
+        "search_files" => find::search_files(ctx, parse(args)?),
+        "glob_search" => find::glob_search(ctx, parse(args)?),
+        "grep_files" => grep::grep_files(ctx, parse(args)?),
         _ => Err(ToolError::invalid_params(
             "name",
             format!("names no tool of this server: {name:?}"),

@@ -29,10 +29,7 @@ pub struct ReadMultipleFilesArgs {
 pub fn read_file(ctx: &Ctx, args: ReadFileArgs) -> Result<Output, ToolError> {
     let resolved = ctx.policy.resolve_read(&args.path)?;
     let bytes = read_capped(&resolved)?;
-    Ok(Output {
-        content: vec![content_for(&resolved.real, bytes)],
-        is_error: false,
-    })
+    Ok(Output { content: vec![content_for(&resolved.real, bytes)], is_error: false })
 }
 
 /// One text item per path, in the order given; a failure is that item's text, never the call's.
@@ -48,10 +45,7 @@ pub fn read_multiple_files(ctx: &Ctx, args: ReadMultipleFilesArgs) -> Result<Out
             Content::Text(format!("{path}:\n{body}"))
         })
         .collect();
-    Ok(Output {
-        content,
-        is_error: false,
-    })
+    Ok(Output { content, is_error: false })
 }
 
 fn read_one_of_many(ctx: &Ctx, path: &str) -> Result<String, ToolError> {
@@ -76,21 +70,13 @@ fn read_capped(resolved: &ResolvedPath) -> Result<Vec<u8>, ToolError> {
         .custom_flags(nix::fcntl::OFlag::O_NONBLOCK.bits())
         .open(&resolved.real)
         .map_err(|e| ToolError::io("read", shown, e))?;
-    let meta = file
-        .metadata()
-        .map_err(|e| ToolError::io("read", shown, e))?;
+    let meta = file.metadata().map_err(|e| ToolError::io("read", shown, e))?;
     if meta.is_dir() {
-        return Err(ToolError::IsADirectory {
-            path: shown.clone(),
-        });
+        return Err(ToolError::IsADirectory { path: shown.clone() });
     }
     if !meta.is_file() {
         let source = std::io::Error::other("not a regular file (a device, socket or pipe)");
-        return Err(ToolError::Io {
-            op: "read",
-            path: shown.clone(),
-            source,
-        });
+        return Err(ToolError::Io { op: "read", path: shown.clone(), source });
     }
     if meta.len() > MAX_READ_BYTES {
         return Err(ToolError::TooLarge {
@@ -134,11 +120,7 @@ fn content_for(path: &Path, bytes: Vec<u8>) -> Content {
     } else if mime_type.starts_with("audio/") {
         Content::Audio { data, mime_type }
     } else {
-        Content::Blob {
-            uri: file_uri(path),
-            data,
-            mime_type,
-        }
+        Content::Blob { uri: file_uri(path), data, mime_type }
     }
 }
 
@@ -158,11 +140,7 @@ fn file_uri(path: &Path) -> String {
 
 /// The MIME type by extension, for binary content only.
 pub fn mime_type(path: &Path) -> &'static str {
-    let ext = path
-        .extension()
-        .and_then(|e| e.to_str())
-        .unwrap_or_default()
-        .to_ascii_lowercase();
+    let ext = path.extension().and_then(|e| e.to_str()).unwrap_or_default().to_ascii_lowercase();
     match ext.as_str() {
         "png" => "image/png",
         "jpg" | "jpeg" => "image/jpeg",

@@ -22,9 +22,7 @@ pub fn move_file(ctx: &Ctx, args: MoveFileArgs) -> Result<Output, ToolError> {
     let destination = ctx.policy.resolve_write(&args.destination)?;
     fs::symlink_metadata(&source.real).map_err(|e| ToolError::io("move", &source.shown, e))?;
     if fs::symlink_metadata(&destination.real).is_ok() {
-        return Err(ToolError::AlreadyExists {
-            path: destination.shown,
-        });
+        return Err(ToolError::AlreadyExists { path: destination.shown });
     }
     if destination.real.starts_with(&source.real) {
         let detail = format!("cannot move {} into itself", source.shown.display());
@@ -36,11 +34,7 @@ pub fn move_file(ctx: &Ctx, args: MoveFileArgs) -> Result<Output, ToolError> {
     }
     rename_no_replace(&source.real, &destination.real)
         .map_err(|e| ToolError::io("move", &source.shown, e))?;
-    Ok(Output::text(format!(
-        "Moved {} -> {}",
-        source.shown.display(),
-        destination.shown.display()
-    )))
+    Ok(Output::text(format!("Moved {} -> {}", source.shown.display(), destination.shown.display())))
 }
 
 /// `renameat2(RENAME_NOREPLACE)`: the kernel refuses to replace an existing destination, so a

@@ -26,10 +26,7 @@ pub fn write_file(ctx: &Ctx, args: WriteFileArgs) -> Result<Output, ToolError> {
     }
     atomic_write(&resolved.real, args.content.as_bytes())
         .map_err(|e| ToolError::io("write", &resolved.shown, e))?;
-    Ok(Output::text(format!(
-        "Successfully wrote {}",
-        resolved.shown.display()
-    )))
+    Ok(Output::text(format!("Successfully wrote {}", resolved.shown.display())))
 }
 
 /// The prefix of every temp file replay creates, so that a leftover one (the server killed

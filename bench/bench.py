@@ -1,0 +1,1172 @@
+#!/usr/bin/env python3
+"""replay benchmark suite: replay vs ripgrep, find and other MCP filesystem servers.
+
+Usage (from the repository root):
+
+    python3 bench/bench.py [--corpus /tmp/replay-corpus] [--peers /tmp/replay-peers]
+                           [--replay target/release/replay] [--only NAME,...] [--quick]
+
+The corpus and the peers are made by ../shared/bench/make-corpus.sh and ../shared/bench/peers.sh;
+this script sets up nothing itself. The Markdown table goes to stdout, progress to stderr, and
+everything (with machine info) to bench/results/latest.json. See bench/README.md.
+
+Python 3 standard library only.
+"""
+
+import argparse
+import datetime
+import json
+import math
+import os
+import platform
+import re
+import select
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import deque
+
+PROTOCOL_VERSION = "2025-06-18"
+CALL_TIMEOUT = 300.0  # seconds; the slowest peer call (official-fs name search) takes ~1.5 s
+GREP_CAP = 10000
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(HERE)
+
+BENCHMARKS = [
+    "grep",
+    "name-search",
+    "glob",
+    "tree",
+    "small-reads",
+    "read-5mib",
+    "list-dir",
+    "spawn",
+    "rss",
+    "edits",
+]
+
+# (primary regex, rarer fallback used when the primary hits replay's 10,000-match cap)
+GREP_REGEXES = [
+    (r"impl\s+\w+\s+for\s+\w+", r"impl\s+Clone\s+for\s+\w+"),
+    (r"unsafe fn", r"unsafe fn \w+\(&mut self"),
+]
+
+now = time.perf_counter
+
+
+def log(msg):
+    print(msg, file=sys.stderr, flush=True)
+
+
+# --------------------------------------------------------------------------------------------
+# statistics and formatting
+
+
+def median(xs):
+    return statistics.median(xs) if xs else None
+
+
+def p95(xs):
+    """Nearest-rank 95th percentile (with 10 samples it is the slowest one)."""
+    if not xs:
+        return None
+    s = sorted(xs)
+    return s[max(0, math.ceil(0.95 * len(s)) - 1)]
+
+
+def fmt_num(x):
+    if x is None:
+        return "n/a"
+    ax = abs(x)
+    if ax >= 1000:
+        return f"{x:,.0f}"
+    if ax >= 100:
+        return f"{x:.0f}"
+    if ax >= 10:
+        return f"{x:.1f}"
+    if ax >= 1:
+        return f"{x:.2f}"
+    return f"{x:.3f}"
+
+
+def fmt_ratio(r):
+    return "n/a" if r is None else f"{r:.2f}"
+
+
+# --------------------------------------------------------------------------------------------
+# MCP stdio client
+
+
+class McpError(Exception):
+    pass
+
+
+class McpTimeout(McpError):
+    pass
+
+
+class McpClient:
+    """A newline-delimited JSON-RPC 2.0 client for an MCP server on stdio.
+
+    Replies are matched by id (they may come out of order); each reply line is stamped with
+    the time its last byte was read, so a call's time is the full round trip and excludes the
+    client's JSON parsing.
+    """
+
+    def __init__(self, argv, name, cwd=None):
+        self.name = name
+        self.argv = argv
+        self.t_spawn = now()
+        self.proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            bufsize=0,
+            cwd=cwd,
+        )
+        self.in_fd = self.proc.stdin.fileno()
+        self.out_fd = self.proc.stdout.fileno()
+        self.buf = bytearray()
+        self.lines = deque()  # (arrival time, raw line)
+        self.stash = {}  # id -> (arrival time, message)
+        self.next_id = 1
+        self._tools = None
+
+    # -- wire
+
+    def _write_all(self, data):
+        view = memoryview(data)
+        while view:
+            n = os.write(self.in_fd, view)
+            view = view[n:]
+
+    def send(self, msg):
+        self._write_all(json.dumps(msg, separators=(",", ":")).encode() + b"\n")
+
+    def _fill(self, deadline):
+        timeout = deadline - now()
+        if timeout <= 0:
+            raise McpTimeout(f"{self.name}: no reply in time")
+        r, _, _ = select.select([self.out_fd], [], [], timeout)
+        if not r:
+            raise McpTimeout(f"{self.name}: no reply in time")
+        data = os.read(self.out_fd, 1 << 20)
+        t = now()
+        if not data:
+            raise McpError(f"{self.name}: server closed stdout (exit code {self.proc.poll()})")
+        had_newline = b"\n" in data
+        self.buf += data
+        if had_newline:
+            parts = bytes(self.buf).split(b"\n")
+            self.buf = bytearray(parts.pop())
+            for p in parts:
+                if p.strip():
+                    self.lines.append((t, p))
+
+    def wait_for(self, req_id, timeout=CALL_TIMEOUT):
+        """Return (arrival time, message) of the reply to req_id."""
+        deadline = now() + timeout
+        while True:
+            if req_id in self.stash:
+                return self.stash.pop(req_id)
+            while self.lines:
+                t, raw = self.lines.popleft()
+                try:
+                    msg = json.loads(raw)
+                except ValueError:
+                    raise McpError(f"{self.name}: not JSON on stdout: {raw[:200]!r}")
+                if isinstance(msg, list):  # a batch reply
+                    for m in msg:
+                        if isinstance(m, dict) and "id" in m:
+                            self.stash[m["id"]] = (t, m)
+                    continue
+                if not isinstance(msg, dict) or "id" not in msg:
+                    continue  # a notification
+                if "method" in msg:
+                    # a request from the server (e.g. roots/list): refuse it politely
+                    self.send({"jsonrpc": "2.0", "id": msg["id"],
+                               "error": {"code": -32601, "message": "not supported"}})
+                    continue
+                self.stash[msg["id"]] = (t, msg)
+            if req_id in self.stash:
+                return self.stash.pop(req_id)
+            self._fill(deadline)
+
+    def new_id(self):
+        i = self.next_id
+        self.next_id += 1
+        return i
+
+    def request(self, method, params=None, timeout=CALL_TIMEOUT):
+        """Send one request; return (seconds, reply message)."""
+        rid = self.new_id()
+        msg = {"jsonrpc": "2.0", "id": rid, "method": method}
+        if params is not None:
+            msg["params"] = params
+        t0 = now()
+        self.send(msg)
+        t1, reply = self.wait_for(rid, timeout)
+        return t1 - t0, reply
+
+    # -- MCP
+
+    def initialize(self, timeout=60.0):
+        """initialize + notifications/initialized; returns seconds from spawn to the reply."""
+        rid = self.new_id()
+        self.send({"jsonrpc": "2.0", "id": rid, "method": "initialize", "params": {
+            "protocolVersion": PROTOCOL_VERSION,
+            "capabilities": {},
+            "clientInfo": {"name": "replay-bench", "version": "1"},
+        }})
+        t1, reply = self.wait_for(rid, timeout)
+        if "result" not in reply:
+            raise McpError(f"{self.name}: initialize failed: {reply.get('error')}")
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        return t1 - self.t_spawn
+
+    def tools(self):
+        if self._tools is None:
+            _, reply = self.request("tools/list", {})
+            self._tools = {t["name"]: t for t in reply.get("result", {}).get("tools", [])}
+        return self._tools
+
+    def call(self, tool, args, timeout=CALL_TIMEOUT):
+        """tools/call; returns (seconds, text of all text content items).
+
+        Raises McpError on a JSON-RPC error or a result with isError."""
+        dt, reply = self.request("tools/call", {"name": tool, "arguments": args}, timeout)
+        if "error" in reply:
+            e = reply["error"]
+            raise McpError(f"{self.name} {tool}: error {e.get('code')}: {str(e.get('message'))[:300]}")
+        res = reply.get("result", {})
+        text = "".join(c.get("text", "") for c in res.get("content", []) if c.get("type") == "text")
+        if res.get("isError"):
+            raise McpError(f"{self.name} {tool}: isError: {text[:300]}")
+        return dt, text
+
+    def pipelined(self, tool, args_list, timeout=CALL_TIMEOUT):
+        """Write every request (from a writer thread), read every reply; returns seconds."""
+        ids = []
+        chunks = []
+        for args in args_list:
+            rid = self.new_id()
+            ids.append(rid)
+            chunks.append(json.dumps({"jsonrpc": "2.0", "id": rid, "method": "tools/call",
+                                      "params": {"name": tool, "arguments": args}},
+                                     separators=(",", ":")).encode() + b"\n")
+        data = b"".join(chunks)
+        err = []
+
+        def writer():
+            try:
+                self._write_all(data)
+            except OSError as e:  # pragma: no cover
+                err.append(e)
+
+        t0 = now()
+        th = threading.Thread(target=writer, daemon=True)
+        th.start()
+        last = t0
+        bad = 0
+        for rid in ids:
+            t, reply = self.wait_for(rid, timeout)
+            last = max(last, t)
+            if "error" in reply or reply.get("result", {}).get("isError"):
+                bad += 1
+        th.join()
+        if err:
+            raise McpError(f"{self.name}: write failed: {err[0]}")
+        if bad:
+            raise McpError(f"{self.name}: {bad} of {len(ids)} pipelined calls failed")
+        return last - t0
+
+    def vm_hwm_mb(self):
+        try:
+            with open(f"/proc/{self.proc.pid}/status") as f:
+                for line in f:
+                    if line.startswith("VmHWM:"):
+                        return int(line.split()[1]) / 1024.0
+        except OSError:
+            pass
+        return None
+
+    def close(self):
+        try:
+            self.proc.stdin.close()
+        except OSError:
+            pass
+        try:
+            self.proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        try:
+            self.proc.stdout.close()
+        except OSError:
+            pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+# --------------------------------------------------------------------------------------------
+# implementations under test
+
+
+class Impls:
+    def __init__(self, args):
+        self.corpus = os.path.abspath(args.corpus)
+        self.peers = os.path.abspath(args.peers)
+        self.replay = os.path.abspath(args.replay)
+        bindir = os.path.join(self.peers, "bin")
+        self.rg = self._exe(os.path.join(bindir, "rg"))
+        self.find = shutil.which("find")
+        self.mcp_peers = [  # name -> executable (None when not installed)
+            ("official-fs", self._exe(os.path.join(bindir, "official-fs"))),
+            ("rust-mcp-filesystem", self._exe(os.path.join(bindir, "rust-mcp-filesystem"))),
+        ]
+
+    @staticmethod
+    def _exe(path):
+        return path if os.path.isfile(path) and os.access(path, os.X_OK) else None
+
+    def start_replay(self, allow=None):
+        allow = allow or f"{self.corpus}:ro"
+        c = McpClient([self.replay, "--mcp-server", "--allow", allow], "replay")
+        c.initialize()
+        return c
+
+    def start_peer(self, name, exe, dirs=None):
+        c = McpClient([exe] + (dirs or [self.corpus]), name)
+        c.initialize()
+        return c
+
+
+def read_tool(client):
+    """The peer's plain-text read tool (read_text_file on newer official-fs, else read_file)."""
+    tools = client.tools()
+    for t in ("read_text_file", "read_file"):
+        if t in tools:
+            return t
+    return None
+
+
+# --------------------------------------------------------------------------------------------
+# result model
+
+
+class Group:
+    """One benchmark = one row group in the table."""
+
+    def __init__(self, key, title, unit="ms", lower_is_better=True):
+        self.key = key
+        self.title = title
+        self.unit = unit
+        self.rows = []
+        self.check = "n/a"
+        self.check_detail = ""
+        self.notes = []
+        self.lower_is_better = lower_is_better
+
+    def add(self, impl, samples=None, median_v=None, p95_v=None, result="", peer=True,
+            error=None, ratio_basis=None, label=None):
+        row = {
+            "impl": impl,
+            "label": label or impl,
+            "peer": peer,
+            "n": len(samples) if samples else 0,
+            "median": median_v if median_v is not None else median(samples),
+            "p95": p95_v if p95_v is not None else p95(samples),
+            "result": result,
+            "error": error,
+            "samples": samples or [],
+            # the number ratios are computed from (a time; lower is better)
+            "basis": ratio_basis,
+        }
+        if row["basis"] is None:
+            row["basis"] = row["median"]
+        self.rows.append(row)
+        return row
+
+    def na(self, impl, why, label=None):
+        return self.add(impl, result=why, error=why, label=label)
+
+    def set_check(self, ok, detail=""):
+        self.check = "OK" if ok else "MISMATCH"
+        self.check_detail = detail
+
+    def ratio(self, replay_label=None):
+        reps = [r for r in self.rows if r["impl"] == "replay" and r["basis"] is not None
+                and (replay_label is None or r["label"] == replay_label)]
+        peers = [r for r in self.rows if r["peer"] and r["impl"] != "replay" and r["basis"] is not None
+                 and not r["error"]]
+        if not reps or not peers:
+            return None, None
+        best = min(peers, key=lambda r: r["basis"])
+        if best["basis"] == 0:
+            return None, None
+        return reps[0]["basis"] / best["basis"], best["label"]
+
+    def to_json(self):
+        ratio, best = self.ratio()
+        return {
+            "key": self.key, "title": self.title, "unit": self.unit,
+            "ratio_replay_over_best_peer": ratio, "best_peer": best,
+            "check": self.check, "check_detail": self.check_detail, "notes": self.notes,
+            "rows": self.rows,
+        }
+
+
+def summarize(g):
+    ratio, best = g.ratio()
+    parts = []
+    for r in g.rows:
+        if r["error"]:
+            parts.append(f"{r['label']}: {r['error']}")
+        else:
+            parts.append(f"{r['label']}: {fmt_num(r['median'])} {g.unit}")
+    s = f"[{g.key}] " + "; ".join(parts)
+    if ratio is not None:
+        s += f"; replay/{best} = {ratio:.2f}"
+    s += f"; check {g.check}"
+    if g.check_detail:
+        s += f" ({g.check_detail})"
+    log(s)
+
+
+# --------------------------------------------------------------------------------------------
+# helpers
+
+
+def run_timed(argv, cwd=None):
+    """Run a subprocess, draining its output through a pipe; returns (seconds, stdout)."""
+    t0 = now()
+    p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=cwd)
+    dt = now() - t0
+    return dt, p.stdout
+
+
+def repeat(fn, n, warmup=1):
+    """Run fn (returning (seconds, result)) warmup times untimed, then n times."""
+    for _ in range(warmup):
+        fn()
+    times = []
+    result = None
+    for _ in range(n):
+        dt, result = fn()
+        times.append(dt)
+    return times, result
+
+
+def ms(xs):
+    return [x * 1000.0 for x in xs]
+
+
+def count_lines(b):
+    if isinstance(b, str):
+        return sum(1 for ln in b.split("\n") if ln.strip())
+    return sum(1 for ln in b.split(b"\n") if ln.strip())
+
+
+def rg_counts(stdout):
+    counts = {}
+    for line in stdout.decode("utf-8", "surrogateescape").splitlines():
+        if not line:
+            continue
+        path, _, n = line.rpartition(":")
+        counts[path] = counts.get(path, 0) + int(n)
+    return counts
+
+
+GREP_LINE = re.compile(r"^(/.*?):(\d+):", re.M)
+FOOTER = re.compile(r"\[(\d+) match(?:es)?\]")
+
+
+def grep_footer(text):
+    m = FOOTER.findall(text)
+    return int(m[-1]) if m else None
+
+
+def tree_nodes(obj):
+    """Count every object in a directory_tree JSON (a list at the top counts as the root's children)."""
+    n = 0
+    stack = [obj]
+    while stack:
+        o = stack.pop()
+        if isinstance(o, dict):
+            n += 1
+            ch = o.get("children")
+            if isinstance(ch, list):
+                stack.extend(ch)
+        elif isinstance(o, list):
+            stack.extend(o)
+    return n
+
+
+# --------------------------------------------------------------------------------------------
+# benchmarks
+
+
+class Bench:
+    def __init__(self, args, impls):
+        self.a = args
+        self.im = impls
+        self.quick = args.quick
+        self.big = os.path.join(impls.corpus, "big")
+        self.fix = os.path.join(impls.corpus, "fixtures")
+        self.groups = []
+        self.rss = {}  # label -> MB, filled in by grep and tree
+
+    def n_big(self):
+        return 2 if self.quick else 10
+
+    def group(self, *a, **kw):
+        g = Group(*a, **kw)
+        self.groups.append(g)
+        return g
+
+    # 1. grep -------------------------------------------------------------------------------
+
+    def replay_grep(self, client, regex):
+        dt, text = client.call("grep_files", {"regex": regex, "directory": self.big,
+                                              "maxResults": GREP_CAP})
+        return dt, text
+
+    def bench_grep(self):
+        im = self.im
+        n = self.n_big()
+        client = im.start_replay()
+        try:
+            for primary, fallback in GREP_REGEXES:
+                g = self.group("grep", f"grep over big: `{primary}`")
+                regex = primary
+                # warm-up call with the primary regex decides whether it is usable
+                _, text = self.replay_grep(client, primary)
+                got = grep_footer(text)
+                capped = got is None or got >= GREP_CAP or "truncat" in text.lower()
+                ref_primary = None
+                if im.rg and not capped:  # replay says it is under the cap: ask rg too
+                    _, out = run_timed([im.rg, "--no-ignore", "--hidden", "-c", primary, self.big])
+                    ref_primary = sum(rg_counts(out).values())
+                    capped = capped or ref_primary >= GREP_CAP
+                if capped:
+                    regex = fallback
+                    g.title = f"grep over big: `{fallback}`"
+                    g.notes.append(
+                        f"`{primary}` hits the {GREP_CAP:,} match cap (replay footer {got}"
+                        + (f", rg {ref_primary} lines" if ref_primary is not None else "") + "); "
+                        f"the rarer `{fallback}` is measured instead")
+                try:
+                    times, text = repeat(lambda: self.replay_grep(client, regex), n)
+                    n_replay = grep_footer(text)
+                    g.add("replay", ms(times), result=f"{n_replay} matches", peer=False)
+                except McpError as e:
+                    g.na("replay", f"error: {e}")
+                    n_replay, text = None, ""
+                if im.rg:
+                    argv = [im.rg, "--no-ignore", "--hidden", "-c", regex, self.big]
+                    times, out = repeat(lambda: run_timed(argv), n)
+                    ref = rg_counts(out)
+                    n_ref = sum(ref.values())
+                    g.add("rg", ms(times), result=f"{n_ref} lines")
+                    if n_replay is None:
+                        g.set_check(False, "replay returned no `[N matches]` footer")
+                    elif n_replay == n_ref:
+                        g.set_check(True, f"replay {n_replay} = rg {n_ref}")
+                    else:
+                        mine = {}
+                        for m in GREP_LINE.finditer(text):
+                            mine[m.group(1)] = mine.get(m.group(1), 0) + 1
+                        diff = [(p, mine.get(p, 0), ref.get(p, 0))
+                                for p in sorted(set(mine) | set(ref)) if mine.get(p, 0) != ref.get(p, 0)]
+                        ex = "; ".join(f"{p}: replay {a} rg {b}" for p, a, b in diff[:5])
+                        g.set_check(False, f"replay {n_replay} vs rg {n_ref}; "
+                                           f"{len(diff)} files differ, e.g. {ex}")
+                else:
+                    g.na("rg", "n/a (not installed)")
+                for name, exe in im.mcp_peers:
+                    g.na(name, "n/a (no content-search tool)" if exe else "n/a (not installed)")
+                summarize(g)
+            self.rss["replay (after grep)"] = client.vm_hwm_mb()
+        finally:
+            client.close()
+
+    # 2. name search ------------------------------------------------------------------------
+
+    def bench_name_search(self):
+        im = self.im
+        n = self.n_big()
+        g = self.group("name-search", "name search over big: `test`")
+        replay_paths = None
+        with im.start_replay() as client:
+            try:
+                times, text = repeat(lambda: client.call(
+                    "search_files", {"directory": self.big, "nameContains": "test"}), n)
+                replay_paths = [ln for ln in text.split("\n") if ln.strip()]
+                g.add("replay", ms(times), result=f"{len(replay_paths)} paths", peer=False)
+            except McpError as e:
+                g.na("replay", f"error: {e}")
+        if im.find:
+            argv = [im.find, self.big, "-iname", "*test*"]
+            times, out = repeat(lambda: run_timed(argv), n)
+            ref = [ln for ln in out.decode("utf-8", "surrogateescape").split("\n") if ln]
+            g.add("find", ms(times), result=f"{len(ref)} paths")
+            if replay_paths is not None:
+                if len(replay_paths) == len(ref) and set(replay_paths) == set(ref):
+                    g.set_check(True, f"replay {len(replay_paths)} = find {len(ref)}")
+                else:
+                    a, b = set(replay_paths), set(ref)
+                    g.set_check(False, f"replay {len(replay_paths)} vs find {len(ref)}; "
+                                       f"only replay: {sorted(a - b)[:3]}; only find: {sorted(b - a)[:3]}")
+        else:
+            g.na("find", "n/a (not installed)")
+        for name, exe in im.mcp_peers:
+            if not exe:
+                g.na(name, "n/a (not installed)")
+                continue
+            try:
+                with im.start_peer(name, exe) as c:
+                    times, text = repeat(lambda: c.call(
+                        "search_files", {"path": self.big, "pattern": "**/*test*"}), n)
+                    cnt = 0 if "no matches" in text.lower() else count_lines(text)
+                    g.add(name, ms(times), result=f"{cnt} paths (glob `**/*test*`)")
+            except McpError as e:
+                g.na(name, f"error: {e}")
+        g.notes.append("official-fs search_files takes a glob (`**/*test*`), not a name substring: "
+                       "its count is shown but not checked")
+        summarize(g)
+
+    # 3. glob -------------------------------------------------------------------------------
+
+    def bench_glob(self):
+        im = self.im
+        n = self.n_big()
+        g = self.group("glob", "glob over big: `**/*.toml`")
+        replay_paths = None
+        with im.start_replay() as client:
+            try:
+                times, text = repeat(lambda: client.call(
+                    "glob_search", {"directory": self.big, "globs": ["**/*.toml"], "max": 0}), n)
+                replay_paths = [ln for ln in text.split("\n") if ln.startswith("/")]
+                g.add("replay", ms(times), result=f"{len(replay_paths)} files", peer=False)
+            except McpError as e:
+                g.na("replay", f"error: {e}")
+        if im.find:
+            argv = [im.find, self.big, "-type", "f", "-name", "*.toml"]
+            times, out = repeat(lambda: run_timed(argv), n)
+            ref = [ln for ln in out.decode("utf-8", "surrogateescape").split("\n") if ln]
+            g.add("find", ms(times), result=f"{len(ref)} files")
+            if replay_paths is not None:
+                if len(replay_paths) == len(ref) and set(replay_paths) == set(ref):
+                    g.set_check(True, f"replay {len(replay_paths)} = find {len(ref)}")
+                else:
+                    a, b = set(replay_paths), set(ref)
+                    g.set_check(False, f"replay {len(replay_paths)} vs find {len(ref)}; "
+                                       f"only replay: {sorted(a - b)[:3]}; only find: {sorted(b - a)[:3]}")
+        else:
+            g.na("find", "n/a (not installed)")
+        for name, exe in im.mcp_peers:
+            g.na(name, "n/a (no glob tool)" if exe else "n/a (not installed)")
+        summarize(g)
+
+    # 4. directory tree ---------------------------------------------------------------------
+
+    def bench_tree(self):
+        im = self.im
+        n = self.n_big()
+        g = self.group("tree", "directory tree of big")
+        replay_nodes = None
+        with im.start_replay() as client:
+            try:
+                times, text = repeat(lambda: client.call("directory_tree", {"path": self.big}), n)
+                replay_nodes = tree_nodes(json.loads(text))
+                g.add("replay", ms(times), result=f"{replay_nodes} nodes", peer=False)
+            except (McpError, ValueError) as e:
+                g.na("replay", f"error: {e}")
+            self.rss["replay (after tree)"] = client.vm_hwm_mb()
+        if im.find:
+            argv = [im.find, self.big]
+            times, out = repeat(lambda: run_timed(argv), n)
+            ref = count_lines(out)
+            g.add("find", ms(times), result=f"{ref} entries")
+            if replay_nodes is not None:
+                g.set_check(replay_nodes == ref, f"replay {replay_nodes} nodes "
+                            f"{'=' if replay_nodes == ref else 'vs'} find {ref} entries")
+        else:
+            g.na("find", "n/a (not installed)")
+        for name, exe in im.mcp_peers:
+            if not exe:
+                g.na(name, "n/a (not installed)")
+                continue
+            c = None
+            try:
+                c = im.start_peer(name, exe)
+                times, text = repeat(lambda: c.call("directory_tree", {"path": self.big}), n)
+                try:
+                    data = json.loads(text)
+                    cnt = tree_nodes(data) + (1 if isinstance(data, list) else 0)
+                    res = f"{cnt} nodes"
+                except ValueError:
+                    res = "(not JSON)"
+                g.add(name, ms(times), result=res)
+            except McpError as e:
+                g.na(name, f"error: {e}")
+            finally:
+                if c:
+                    self.rss[f"{name} (after tree)"] = c.vm_hwm_mb()
+                    c.close()
+        summarize(g)
+
+    # 5. small reads ------------------------------------------------------------------------
+
+    def bench_small_reads(self):
+        im = self.im
+        path = os.path.join(self.fix, "small.txt")
+        with open(path, encoding="utf-8") as f:
+            expect = f.read()
+        calls = 500 if self.quick else 2000
+        batches = 2 if self.quick else 5
+        gs = self.group("small-reads", f"read_file small.txt, {calls:,} sequential calls (per call)")
+        gp = self.group("pipelined-reads",
+                        f"read_file small.txt, {calls:,} pipelined calls (throughput)",
+                        unit="calls/s", lower_is_better=False)
+        oks = {}
+
+        def one(c, tool):
+            impl = c.name
+
+            def run():
+                times = []
+                text = None
+                for _ in range(calls):
+                    dt, text = c.call(tool, {"path": path})
+                    times.append(dt)
+                return times, text
+
+            run()  # warm-up pass
+            times, text = run()
+            oks[impl] = text == expect
+            gs.add(impl, ms(times), result="content OK" if text == expect
+                   else f"content differs ({len(text)} vs {len(expect)} chars)", peer=impl != "replay")
+            args = [{"path": path}] * calls
+            c.pipelined(tool, args)  # warm-up batch
+            bt = [c.pipelined(tool, args) for _ in range(batches)]
+            med, slow = median(bt), p95(bt)
+            gp.add(impl, median_v=calls / med, p95_v=calls / slow, samples=None,
+                   result=f"{batches} batches; {calls / med * 1:.0f} calls/s",
+                   peer=impl != "replay", ratio_basis=med)
+            gp.rows[-1]["samples"] = [calls / b for b in bt]
+            gp.rows[-1]["n"] = batches
+
+        with im.start_replay() as c:
+            try:
+                one(c, "read_file")
+            except McpError as e:
+                gs.na("replay", f"error: {e}")
+                gp.na("replay", f"error: {e}")
+        for name, exe in im.mcp_peers:
+            if not exe:
+                gs.na(name, "n/a (not installed)")
+                gp.na(name, "n/a (not installed)")
+                continue
+            try:
+                with im.start_peer(name, exe) as c:
+                    one(c, read_tool(c))
+            except McpError as e:
+                gs.na(name, f"error: {e}")
+                gp.na(name, f"error: {e}")
+        if "replay" in oks:
+            ok = oks["replay"]
+            gs.set_check(ok, "replay's text equals the file" if ok else "replay's text differs from the file")
+            gp.set_check(ok, "")
+        gp.notes.append("throughput rows: median column = calls/s of the median batch, p95 column = "
+                        "calls/s of the slow (p95) batch; the ratio compares batch times")
+        summarize(gs)
+        summarize(gp)
+
+    # 6. 5 MiB read -------------------------------------------------------------------------
+
+    def bench_read_5mib(self):
+        im = self.im
+        path = os.path.join(self.fix, "big-5mb.txt")
+        with open(path, encoding="utf-8") as f:
+            expect = f.read()
+        n = 5 if self.quick else 20
+        g = self.group("read-5mib", "read_file big-5mb.txt (5 MiB, per call)")
+        with im.start_replay() as c:
+            try:
+                times, text = repeat(lambda: c.call("read_file", {"path": path}), n, warmup=2)
+                ok = text == expect
+                g.add("replay", ms(times), result="content OK" if ok else "content differs", peer=False)
+                g.set_check(ok, "" if ok else f"replay returned {len(text)} chars, file has {len(expect)}")
+            except McpError as e:
+                g.na("replay", f"error: {e}")
+        for name, exe in im.mcp_peers:
+            if not exe:
+                g.na(name, "n/a (not installed)")
+                continue
+            try:
+                with im.start_peer(name, exe) as c:
+                    tool = read_tool(c)
+                    times, text = repeat(lambda: c.call(tool, {"path": path}), n, warmup=2)
+                    g.add(name, ms(times), result="content OK" if text == expect else "content differs")
+            except McpError as e:
+                g.na(name, f"error: {e}")
+        summarize(g)
+
+    # 7. list a 1,000-entry directory -------------------------------------------------------
+
+    def bench_list_dir(self):
+        im = self.im
+        path = os.path.join(self.fix, "dir1000")
+        expect = set(os.listdir(path))
+        n = 50 if self.quick else 200
+        g = self.group("list-dir", f"list_directory dir1000 ({len(expect):,} entries, per call)")
+
+        def names(text):
+            out = set()
+            for ln in text.split("\n"):
+                m = re.match(r"^\[(?:FILE|DIR|LINK)\]\s+(.*)$", ln)
+                if m:
+                    out.add(m.group(1))
+            return out
+
+        with im.start_replay() as c:
+            try:
+                times, text = repeat(lambda: c.call("list_directory", {"path": path}), n, warmup=5)
+                got = names(text)
+                ok = got == expect
+                g.add("replay", ms(times), result=f"{len(got)} entries", peer=False)
+                g.set_check(ok, f"replay {len(got)} entries {'=' if ok else 'vs'} {len(expect)} on disk")
+            except McpError as e:
+                g.na("replay", f"error: {e}")
+        for name, exe in im.mcp_peers:
+            if not exe:
+                g.na(name, "n/a (not installed)")
+                continue
+            try:
+                with im.start_peer(name, exe) as c:
+                    times, text = repeat(lambda: c.call("list_directory", {"path": path}), n, warmup=5)
+                    g.add(name, ms(times), result=f"{len(names(text))} entries")
+            except McpError as e:
+                g.na(name, f"error: {e}")
+        summarize(g)
+
+    # 8. spawn -> initialize answered -------------------------------------------------------
+
+    def bench_spawn(self):
+        im = self.im
+        n = 5 if self.quick else 20
+        g = self.group("spawn", "spawn → initialize answered")
+
+        def spawn_times(argv, name):
+            times = []
+            for i in range(n + 1):  # the first spawn is the warm-up
+                c = McpClient(argv, name)
+                try:
+                    dt = c.initialize()
+                finally:
+                    c.close()
+                if i:
+                    times.append(dt)
+            return times
+
+        try:
+            t = spawn_times([im.replay, "--mcp-server", "--allow", f"{im.corpus}:ro"], "replay")
+            g.add("replay", ms(t), result="initialize OK", peer=False)
+            g.set_check(True, "every initialize got a result")
+        except McpError as e:
+            g.na("replay", f"error: {e}")
+            g.set_check(False, str(e))
+        for name, exe in im.mcp_peers:
+            if not exe:
+                g.na(name, "n/a (not installed)")
+                continue
+            try:
+                t = spawn_times([exe, im.corpus], name)
+                g.add(name, ms(t), result="initialize OK")
+            except McpError as e:
+                g.na(name, f"error: {e}")
+        summarize(g)
+
+    # 9. peak RSS ---------------------------------------------------------------------------
+
+    def bench_rss(self):
+        im = self.im
+        g = self.group("rss", "peak RSS (VmHWM)", unit="MB")
+        if "replay (after grep)" not in self.rss:
+            log("[rss] grep was not run: one grep_files call on a fresh replay")
+            c = im.start_replay()
+            try:
+                self.replay_grep(c, GREP_REGEXES[0][1])
+                self.rss["replay (after grep)"] = c.vm_hwm_mb()
+            except McpError as e:
+                log(f"[rss] {e}")
+            finally:
+                c.close()
+        for name, exe in im.mcp_peers:
+            key = f"{name} (after tree)"
+            if exe and key not in self.rss:
+                log(f"[rss] tree was not run: one directory_tree call on a fresh {name}")
+                c = None
+                try:
+                    c = im.start_peer(name, exe)
+                    c.call("directory_tree", {"path": self.big})
+                except McpError as e:
+                    log(f"[rss] {e}")
+                finally:
+                    if c:
+                        self.rss[key] = c.vm_hwm_mb()
+                        c.close()
+        v = self.rss.get("replay (after grep)")
+        g.add("replay", median_v=v, result="after the grep benchmark", peer=False,
+              label="replay (after grep)", error=None if v else "n/a")
+        if "replay (after tree)" in self.rss:
+            v2 = self.rss["replay (after tree)"]
+            g.add("replay", median_v=v2, result="after the tree benchmark (not in the ratio)",
+                  peer=False, label="replay (after tree)")
+        for name, exe in im.mcp_peers:
+            key = f"{name} (after tree)"
+            if not exe:
+                g.na(name, "n/a (not installed)")
+            elif self.rss.get(key):
+                g.add(name, median_v=self.rss[key], result="after the tree benchmark", label=key)
+            else:
+                g.na(name, "n/a (no measurement)")
+        for r in g.rows:
+            r["p95"] = None
+        summarize(g)
+
+    # 10. edits -----------------------------------------------------------------------------
+
+    def bench_edits(self):
+        im = self.im
+        sizes = [2.5, 5.0, 10.0]  # MiB
+        n = 1 if self.quick else 3
+        n_edits = 1000
+        g = self.group("edits", f"edit_file: {n_edits:,} literal edits / one `limit: 0` regex edit "
+                                "(replay only, per call)")
+        tmp = tempfile.mkdtemp(prefix="replay-bench-edits-")
+        problems = []
+        per_mb = {"literal": [], "regex": []}
+        try:
+            with im.start_replay(allow=f"{tmp}:rw") as c:
+                for size in sizes:
+                    path = os.path.join(tmp, f"edit-{size:g}mib.txt")
+                    n_lines = int(size * (1 << 20) / len("line 000001 alpha beta\n"))
+                    lines = [b"line %06d alpha beta\n" % i for i in range(1, n_lines + 1)]
+                    original = b"".join(lines)
+                    mb = len(original) / (1 << 20)
+                    step = n_lines // n_edits
+                    targets = [1 + k * step for k in range(n_edits)]
+                    edits = [{"oldText": "line %06d alpha beta" % i, "newText": "line %06d EDITED beta" % i}
+                             for i in targets]
+                    exp_lit = list(lines)
+                    for i in targets:
+                        exp_lit[i - 1] = b"line %06d EDITED beta\n" % i
+                    exp_lit = b"".join(exp_lit)
+                    exp_re = original.replace(b"alpha", b"ALPHA")
+
+                    def reset():
+                        with open(path, "wb") as f:
+                            f.write(original)
+                            f.flush()
+                            os.fsync(f.fileno())
+
+                    for kind, call_edits, expect in (
+                            ("literal", edits, exp_lit),
+                            ("regex", [{"oldText": "alpha", "newText": "ALPHA", "isRegex": True, "limit": 0}],
+                             exp_re)):
+                        label = f"replay {size:g} MiB, {'1,000 literal edits' if kind == 'literal' else 'regex limit:0'}"
+                        times = []
+                        try:
+                            # the first call of each kind (on the smallest file) is the warm-up
+                            warm = 1 if size == sizes[0] else 0
+                            for i in range(n + warm):
+                                reset()
+                                dt, text = c.call("edit_file", {"path": path, "edits": call_edits})
+                                with open(path, "rb") as f:
+                                    got = f.read()
+                                if got != expect:
+                                    problems.append(f"{label}: file content wrong after the edit "
+                                                    f"({len(got)} bytes vs {len(expect)} expected)")
+                                if i >= warm:
+                                    times.append(dt)
+                            row = g.add("replay", ms(times), peer=False, label=label)
+                            row["mib"] = mb
+                            row["ms_per_mib"] = row["median"] / mb
+                            per_mb[kind].append(row["ms_per_mib"])
+                            row["result"] = f"{row['ms_per_mib']:.1f} ms/MiB"
+                        except McpError as e:
+                            g.na("replay", f"error: {e}", label=label)
+                            problems.append(f"{label}: {e}")
+                        log(f"[edits] {label}: " + (f"{median(ms(times)):.1f} ms" if times else "failed"))
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        for kind, v in per_mb.items():
+            if len(v) == len(sizes):
+                g.notes.append(f"{kind}: ms/MiB at 10 MiB ÷ ms/MiB at 2.5 MiB = {v[-1] / v[0]:.2f} "
+                               "(≈1 means linear in file size; >1 superlinear)")
+        g.set_check(not problems, "; ".join(problems[:4]) if problems
+                    else "every edited file has the expected content")
+        summarize(g)
+
+
+# --------------------------------------------------------------------------------------------
+# output
+
+
+def machine_info(impls):
+    info = {"date": datetime.datetime.now().astimezone().isoformat(timespec="seconds")}
+    try:
+        info["nproc"] = int(subprocess.run(["nproc"], stdout=subprocess.PIPE, text=True).stdout.strip())
+    except (OSError, ValueError):
+        info["nproc"] = os.cpu_count()
+    model = None
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.lower().startswith(("model name", "hardware", "cpu model")):
+                    model = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    info["cpu_model"] = model or platform.processor() or "unknown"
+    info["kernel"] = f"{platform.system()} {platform.release()}"
+    try:
+        info["loadavg_at_start"] = open("/proc/loadavg").read().split()[:3]
+    except OSError:
+        pass
+    try:
+        with open("/proc/meminfo") as f:
+            info["mem_total"] = f.readline().split(":", 1)[1].strip()
+    except OSError:
+        pass
+    try:
+        info["replay_version"] = subprocess.run([impls.replay, "--version"], stdout=subprocess.PIPE,
+                                                text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.TimeoutExpired):
+        info["replay_version"] = "unknown"
+    vfile = os.path.join(impls.peers, "VERSIONS.txt")
+    if os.path.isfile(vfile):
+        info["peer_versions"] = [ln.strip() for ln in open(vfile) if ln.strip()]
+    return info
+
+
+def markdown(groups, info):
+    out = []
+    out.append(f"Machine: {info.get('nproc')} CPUs ({info.get('cpu_model')}), {info.get('kernel')}, "
+               f"load {' '.join(info.get('loadavg_at_start', []))} at start; {info.get('date')}; "
+               f"{info.get('replay_version')}")
+    out.append("")
+    out.append("| benchmark | implementation | median | p95 | n | result | replay / best peer | check |")
+    out.append("|---|---|---|---|---|---|---|---|")
+    notes = []
+    for g in groups:
+        ratio, best = g.ratio()
+        first = True
+        for r in g.rows:
+            unit = g.unit
+            if r["error"]:
+                med = p = "–"
+            else:
+                med = f"{fmt_num(r['median'])} {unit}"
+                p = f"{fmt_num(r['p95'])} {unit}" if r["p95"] is not None else "–"
+            ratio_cell = check_cell = ""
+            if r["impl"] == "replay" and first:
+                ratio_cell = f"{fmt_ratio(ratio)}" + (f" (vs {best})" if best else "")
+                check_cell = g.check + (f": {g.check_detail}" if g.check_detail else "")
+                first = False
+            res = str(r["result"]).replace("|", "\\|")
+            out.append(f"| {g.title if r is g.rows[0] else ''} | {r['label']} | {med} | {p} | "
+                       f"{r['n'] or '–'} | {res} | {ratio_cell} | {check_cell.replace('|', '/')} |")
+        for nt in g.notes:
+            notes.append(f"- {g.key}: {nt}")
+    out.append("")
+    out.append("Ratios are replay's median time ÷ the fastest peer's median time (for RSS, MB ÷ MB): "
+               "< 1 means replay is faster (smaller).")
+    if notes:
+        out.append("")
+        out.extend(notes)
+    return "\n".join(out)
+
+
+# --------------------------------------------------------------------------------------------
+
+
+def main():
+    ap = argparse.ArgumentParser(description="replay benchmark suite (see bench/README.md)")
+    ap.add_argument("--corpus", default="/tmp/replay-corpus")
+    ap.add_argument("--peers", default="/tmp/replay-peers")
+    ap.add_argument("--replay", default=os.path.join(REPO, "target", "release", "replay"))
+    ap.add_argument("--only", default="", help="comma-separated subset of: " + ",".join(BENCHMARKS))
+    ap.add_argument("--quick", action="store_true", help="fewer repetitions (under a minute)")
+    args = ap.parse_args()
+
+    only = [s.strip() for s in args.only.split(",") if s.strip()] or BENCHMARKS
+    unknown = [s for s in only if s not in BENCHMARKS]
+    if unknown:
+        ap.error(f"unknown benchmark(s) {unknown}; choose from {','.join(BENCHMARKS)}")
+
+    impls = Impls(args)
+    missing = False
+    if not os.access(impls.replay, os.X_OK):
+        log(f"replay binary not found at {impls.replay}: run `cargo build --release` first")
+        missing = True
+    for sub in ("big", "fixtures/small.txt", "fixtures/big-5mb.txt", "fixtures/dir1000"):
+        if not os.path.exists(os.path.join(impls.corpus, sub)):
+            log(f"corpus incomplete ({os.path.join(impls.corpus, sub)} missing). Build it with:\n"
+                f"    bash ../shared/bench/make-corpus.sh {impls.corpus}")
+            missing = True
+            break
+    if missing:
+        sys.exit(2)
+    absent = [n for n, e in [("rg", impls.rg)] + impls.mcp_peers if not e]
+    if absent:
+        log(f"peers not installed in {impls.peers}/bin: {', '.join(absent)} (shown as n/a). "
+            f"Install them with:\n    bash ../shared/bench/peers.sh {impls.peers}")
+
+    info = machine_info(impls)
+    log(f"machine: {info['nproc']} CPUs, {info['cpu_model']}, {info['kernel']}, "
+        f"load {' '.join(info.get('loadavg_at_start', []))}")
+    bench = Bench(args, impls)
+    t0 = now()
+    for name in BENCHMARKS:
+        if name not in only:
+            continue
+        fn = getattr(bench, "bench_" + name.replace("-", "_"))
+        t = now()
+        try:
+            fn()
+        except Exception as e:  # keep going: one broken benchmark must not hide the others
+            g = bench.group(name, f"{name} (crashed)")
+            g.na("replay", f"benchmark error: {type(e).__name__}: {e}")
+            g.set_check(False, f"{type(e).__name__}: {e}")
+            log(f"[{name}] crashed: {type(e).__name__}: {e}")
+        log(f"[{name}] done in {now() - t:.1f} s")
+    info["total_seconds"] = round(now() - t0, 1)
+    info["quick"] = args.quick
+
+    table = markdown(bench.groups, info)
+    print(table)
+    os.makedirs(os.path.join(HERE, "results"), exist_ok=True)
+    res_path = os.path.join(HERE, "results", "latest.json")
+    with open(res_path, "w") as f:
+        json.dump({"machine": info, "corpus": impls.corpus, "peers": impls.peers,
+                   "benchmarks": [g.to_json() for g in bench.groups], "markdown": table}, f, indent=1)
+    mism = [g for g in bench.groups if g.check == "MISMATCH"]
+    log(f"total {info['total_seconds']} s; results in {res_path}"
+        + (f"; {len(mism)} MISMATCH: " + ", ".join(g.key for g in mism) if mism else ""))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,202 @@
+//! edit_file and edit_files: apply a sequence of edits in memory, then write once, atomically,
+//! only if every edit succeeded; or, with dryRun, show the unified diff and write nothing.
+
+pub mod matching;
+
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+use crate::error::ToolError;
+use crate::policy::ResolvedPath;
+use crate::tools::read::MAX_READ_BYTES;
+use crate::tools::write::atomic_write;
+use crate::tools::{Content, Ctx, Output};
+use crate::walk;
+
+use self::matching::{apply_edits, Edit};
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EditArgs {
+    old_text: String,
+    #[serde(default)]
+    new_text: String,
+    #[serde(default = "one")]
+    limit: usize,
+    #[serde(default)]
+    is_regex: bool,
+    #[serde(default)]
+    case_insensitive: bool,
+}
+
+fn one() -> usize {
+    1
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EditFileArgs {
+    path: String,
+    edits: Vec<EditArgs>,
+    #[serde(default)]
+    dry_run: bool,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EditFilesArgs {
+    paths: Vec<String>,
+    edits: Vec<EditArgs>,
+    #[serde(default)]
+    dry_run: bool,
+}
+
+pub fn edit_file(ctx: &Ctx, args: EditFileArgs) -> Result<Output, ToolError> {
+    let edits = to_edits(args.edits);
+    let resolved = resolve(ctx, &args.path, args.dry_run)?;
+    Ok(Output::text(edit_one(&resolved, &edits, args.dry_run)?))
+}
+
+/// Every path and glob is resolved before any file is touched: a glob that matches nothing
+/// (-32002) or any path outside the allowed set (-32001) fails the whole call. After that,
+/// each file succeeds or fails on its own, reported inline.
+pub fn edit_files(ctx: &Ctx, args: EditFilesArgs) -> Result<Output, ToolError> {
+    let edits = to_edits(args.edits);
+    let mut files: Vec<ResolvedPath> = Vec::new();
+    for entry in &args.paths {
+        if walk::is_glob(entry) {
+            files.extend(expand_glob(ctx, entry, args.dry_run)?);
+        } else {
+            files.push(resolve(ctx, entry, args.dry_run)?);
+        }
+    }
+    let mut seen = std::collections::HashSet::new();
+    files.retain(|f| seen.insert(f.real.clone()));
+    let content = files
+        .iter()
+        .map(|file| match edit_one(file, &edits, args.dry_run) {
+            Ok(text) => Content::Text(text),
+            Err(e) => Content::Text(format!("{}: [error {}] {e}", file.shown.display(), e.code())),
+        })
+        .collect();
+    Ok(Output { content, is_error: false })
+}
+
+/// A dry run only reads, so read access suffices for it.
+fn resolve(ctx: &Ctx, path: &str, dry_run: bool) -> Result<ResolvedPath, ToolError> {
+    let resolved =
+        if dry_run { ctx.policy.resolve_read(path) } else { ctx.policy.resolve_write(path) };
+    Ok(resolved?)
+}
+
+/// The files a glob matches, sorted. Relative globs are anchored to the project directory.
+/// Each match passes the policy on its own, so a symlink that leads out is refused.
+fn expand_glob(ctx: &Ctx, pattern: &str, dry_run: bool) -> Result<Vec<ResolvedPath>, ToolError> {
+    let (base, rest) = walk::split_glob(pattern);
+    let base_str =
+        if base.as_os_str().is_empty() { ".".to_string() } else { base.display().to_string() };
+    let base = ctx.policy.resolve_read(&base_str)?;
+    let set = walk::glob_set("paths", &[rest])?;
+    let matches: Vec<PathBuf> = walk::entries(&base.real, &walk::WalkOptions::default())
+        .into_iter()
+        .filter(|entry| entry.kind != walk::EntryKind::Dir && set.is_match(&entry.rel))
+        .map(|entry| entry.rel)
+        .collect();
+    if matches.is_empty() {
+        return Err(ToolError::NoGlobMatch { pattern: pattern.to_string() });
+    }
+    matches
+        .into_iter()
+        .map(|rel| resolve(ctx, &base.shown.join(rel).to_string_lossy(), dry_run))
+        .collect()
+}
+
+fn to_edits(args: Vec<EditArgs>) -> Vec<Edit> {
+    args.into_iter()
+        .map(|a| Edit {
+            old_text: a.old_text,
+            new_text: a.new_text,
+            limit: a.limit,
+            is_regex: a.is_regex,
+            case_insensitive: a.case_insensitive,
+        })
+        .collect()
+}
+
+/// Edits one file; returns the reply text.
+fn edit_one(file: &ResolvedPath, edits: &[Edit], dry_run: bool) -> Result<String, ToolError> {
+    let shown = &file.shown;
+    let original = match read_text(&file.real, shown) {
+        Ok(text) => text,
+        Err(ToolError::NotFound { .. }) if dry_run => return Ok(intended_edits(shown, edits)),
+        Err(e) => return Err(e),
+    };
+    let edited = apply_edits(&original, edits).map_err(ToolError::Edit)?;
+    if dry_run {
+        return Ok(unified_diff(shown, &original, &edited));
+    }
+    if edited != original {
+        atomic_write(&file.real, edited.as_bytes())
+            .map_err(|e| ToolError::io("write", shown, e))?;
+    }
+    Ok(format!("Successfully edited {}", shown.display()))
+}
+
+fn read_text(real: &Path, shown: &Path) -> Result<String, ToolError> {
+    let meta = fs::metadata(real).map_err(|e| ToolError::io("read", shown, e))?;
+    if meta.is_dir() {
+        return Err(ToolError::IsADirectory { path: shown.to_path_buf() });
+    }
+    if meta.len() > MAX_READ_BYTES {
+        return Err(ToolError::TooLarge {
+            path: shown.to_path_buf(),
+            size: meta.len(),
+            cap: MAX_READ_BYTES,
+        });
+    }
+    let bytes = fs::read(real).map_err(|e| ToolError::io("read", shown, e))?;
+    String::from_utf8(bytes).map_err(|_| {
+        let source = io::Error::new(
+            io::ErrorKind::InvalidData,
+            "not UTF-8 text; binary files cannot be edited",
+        );
+        ToolError::Io { op: "edit", path: shown.to_path_buf(), source }
+    })
+}
+
+/// The `--- path` / `+++ path` / `@@ … @@` diff, or `(no changes)`.
+fn unified_diff(shown: &Path, original: &str, edited: &str) -> String {
+    if original == edited {
+        return "(no changes)".to_string();
+    }
+    let path = shown.display().to_string();
+    similar::TextDiff::from_lines(original, edited)
+        .unified_diff()
+        .context_radius(3)
+        .header(&path, &path)
+        .to_string()
+}
+
+/// What a dry run shows for a file that does not exist yet: the edits it would apply.
+fn intended_edits(shown: &Path, edits: &[Edit]) -> String {
+    let mut text = format!("{} does not exist; the edits that would be applied:", shown.display());
+    for (idx, edit) in edits.iter().enumerate() {
+        let mode = match (edit.is_regex, edit.case_insensitive) {
+            (true, true) => "regex, case-insensitive",
+            (true, false) => "regex",
+            (false, true) => "literal, case-insensitive",
+            (false, false) => "literal",
+        };
+        let limit = if edit.limit == 0 { "all".to_string() } else { edit.limit.to_string() };
+        text.push_str(&format!(
+            "\nedit #{}: replace {:?} with {:?} ({mode}, limit {limit})",
+            idx + 1,
+            edit.old_text,
+            edit.new_text
+        ));
+    }
+    text
+}

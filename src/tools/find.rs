@@ -1,0 +1,129 @@
+//! search_files (basename substring) and glob_search (path globs): finding files by name.
+
+use serde::Deserialize;
+
+use crate::error::ToolError;
+use crate::policy::ResolvedPath;
+use crate::tools::{Ctx, Output};
+use crate::walk::{self, EntryKind, Exclude, WalkOptions};
+
+pub const NO_MATCHES: &str = "(no matches found)";
+
+/// search_files takes the MCP-spec names too (`path`, `pattern`, `excludePatterns`), since
+/// agents trained on the official server send them. The canonical names win when both come.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SearchFilesArgs {
+    directory: Option<String>,
+    name_contains: Option<String>,
+    exclude_globs: Option<Vec<String>>,
+    path: Option<String>,
+    pattern: Option<String>,
+    exclude_patterns: Option<Vec<String>>,
+    #[serde(default)]
+    respect_gitignore: bool,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GlobSearchArgs {
+    directory: String,
+    globs: Vec<String>,
+    #[serde(default)]
+    exclude_globs: Vec<String>,
+    #[serde(default = "default_max")]
+    max: usize,
+    #[serde(default)]
+    respect_gitignore: bool,
+}
+
+fn default_max() -> usize {
+    1000
+}
+
+/// Every file or directory below `directory` whose basename contains `nameContains`,
+/// case-insensitively; a literal substring, never a pattern.
+pub fn search_files(ctx: &Ctx, args: SearchFilesArgs) -> Result<Output, ToolError> {
+    let directory = args
+        .directory
+        .or(args.path)
+        .ok_or_else(|| ToolError::invalid_params("directory", "is required"))?;
+    let needle = args
+        .name_contains
+        .or(args.pattern)
+        .ok_or_else(|| ToolError::invalid_params("nameContains", "is required"))?;
+    let excludes = args.exclude_globs.or(args.exclude_patterns).unwrap_or_default();
+    let dir = resolve_dir(ctx, &directory)?;
+    let options = WalkOptions {
+        respect_gitignore: args.respect_gitignore,
+        exclude: Exclude::new(&excludes)?,
+        ..WalkOptions::default()
+    };
+    let needle = needle.to_lowercase();
+    let ascii = needle.is_ascii();
+    let mut hits: Vec<String> = Vec::new();
+    for entry in walk::entries(&dir.real, &options) {
+        let Some(name) = entry.rel.file_name().map(|n| n.to_string_lossy()) else { continue };
+        // ASCII needles (nearly all) compare without allocating a lowercased copy per name.
+        let found = if ascii {
+            contains_ascii_case_insensitive(name.as_bytes(), needle.as_bytes())
+        } else {
+            name.to_lowercase().contains(&needle)
+        };
+        if found {
+            hits.push(dir.shown.join(&entry.rel).to_string_lossy().into_owned());
+        }
+    }
+    Ok(Output::text(if hits.is_empty() { NO_MATCHES.to_string() } else { hits.join("\n") }))
+}
+
+fn contains_ascii_case_insensitive(haystack: &[u8], needle: &[u8]) -> bool {
+    needle.is_empty() || haystack.windows(needle.len()).any(|w| w.eq_ignore_ascii_case(needle))
+}
+
+/// Regular files below `directory` matching any glob (relative to it); not directories, and
+/// not symlinks, which are never followed.
+pub fn glob_search(ctx: &Ctx, args: GlobSearchArgs) -> Result<Output, ToolError> {
+    let dir = resolve_dir(ctx, &args.directory)?;
+    let globs: Vec<String> =
+        args.globs.iter().map(|g| g.trim_start_matches("./").to_string()).collect();
+    let set = walk::glob_set("globs", &globs)?;
+    let options = WalkOptions {
+        respect_gitignore: args.respect_gitignore,
+        exclude: Exclude::new(&args.exclude_globs)?,
+        ..WalkOptions::default()
+    };
+    let mut hits: Vec<String> = Vec::new();
+    let mut truncated = false;
+    for entry in walk::entries(&dir.real, &options) {
+        if entry.kind != EntryKind::File || !set.is_match(&entry.rel) {
+            continue;
+        }
+        if args.max != 0 && hits.len() == args.max {
+            truncated = true;
+            break;
+        }
+        hits.push(dir.shown.join(&entry.rel).to_string_lossy().into_owned());
+    }
+    if hits.is_empty() {
+        return Ok(Output::text(NO_MATCHES));
+    }
+    let mut text = hits.join("\n");
+    if truncated {
+        text.push_str(&format!(
+            "\n[results truncated at max={}: narrow the globs, or raise max (0 = unlimited)]",
+            args.max
+        ));
+    }
+    Ok(Output::text(text))
+}
+
+/// A directory to walk: it must exist and be a directory.
+pub fn resolve_dir(ctx: &Ctx, raw: &str) -> Result<ResolvedPath, ToolError> {
+    let dir = ctx.policy.resolve_read(raw)?;
+    let meta = std::fs::metadata(&dir.real).map_err(|e| ToolError::io("search", &dir.shown, e))?;
+    if !meta.is_dir() {
+        return Err(ToolError::NotADirectory { path: dir.shown });
+    }
+    Ok(dir)
+}

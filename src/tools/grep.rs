@@ -1,0 +1,458 @@
+//! grep_files: an ECMAScript regex over file contents, with grep-style output.
+//!
+//! Candidate files are collected by one walk per base directory (sorted), then searched by a
+//! small pool of threads that take files in order, so results come out in a stable order and a
+//! `maxResults` cut is exactly the first N matching lines of that order.
+
+use std::collections::HashSet;
+use std::fs::File;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+
+use serde::Deserialize;
+
+use crate::error::ToolError;
+use crate::js_regex::{FastRegex, JsRegex};
+use crate::tools::find::{resolve_dir, NO_MATCHES};
+use crate::tools::read::MAX_READ_BYTES;
+use crate::tools::{Ctx, Output};
+use crate::walk::{self, EntryKind, Exclude, WalkOptions};
+
+/// Files with a NUL byte in their first 4 KB are binary and skipped, as the contract says.
+const BINARY_PROBE: usize = 4096;
+/// A search thread's read buffer is dropped after a file larger than this.
+const KEPT_BUFFER: usize = 1 << 20;
+/// Output lines longer than this are cut: one minified file must not flood the reply.
+const MAX_LINE_CHARS: usize = 1000;
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GrepArgs {
+    regex: String,
+    directory: Option<String>,
+    #[serde(default)]
+    globs: Vec<String>,
+    #[serde(default)]
+    exclude_globs: Vec<String>,
+    #[serde(default)]
+    case_insensitive: bool,
+    #[serde(default)]
+    context_lines: usize,
+    #[serde(default = "default_max_results")]
+    max_results: usize,
+    #[serde(default)]
+    respect_gitignore: bool,
+}
+
+fn default_max_results() -> usize {
+    500
+}
+
+/// Where to look: a walk root and the globs (relative to it) that select files; no globs
+/// selects every file.
+struct Scope {
+    root: PathBuf,
+    shown: PathBuf,
+    globs: Vec<String>,
+}
+
+pub fn grep_files(ctx: &Ctx, args: GrepArgs) -> Result<Output, ToolError> {
+    if args.directory.is_none() && args.globs.is_empty() {
+        return Err(ToolError::invalid_params(
+            "directory",
+            "or `globs` is required: set directory to the folder to search",
+        ));
+    }
+    let exact = JsRegex::new(&args.regex, args.case_insensitive)
+        .map_err(|e| ToolError::InvalidRegex { pattern: e.pattern, detail: e.detail })?;
+    let fast = FastRegex::new(&args.regex, args.case_insensitive);
+    let regex = Matchers { exact, fast, gave_up: AtomicUsize::new(0) };
+    let options = WalkOptions {
+        respect_gitignore: args.respect_gitignore,
+        exclude: Exclude::new(&args.exclude_globs)?,
+        ..WalkOptions::default()
+    };
+    let (scopes, skipped) = scopes(ctx, &args)?;
+    let files = candidates(&scopes, &options)?;
+    let found = search(&regex, &scopes, &files, args.max_results, args.context_lines);
+    let mut text = render(found, args.max_results, args.context_lines > 0, skipped);
+    let gave_up = regex.gave_up.load(Ordering::Relaxed);
+    if gave_up > 0 {
+        text.push_str(&format!(
+            "\n[{gave_up} file(s) searched only partly: the regex needed too much backtracking there; simplify it (avoid nested quantifiers such as `(a+)+`)]"
+        ));
+    }
+    Ok(Output::text(text))
+}
+
+/// Splits the request into walk scopes. Relative globs hang off `directory`, or off the
+/// project directory when there is none; absolute globs stand alone. An absolute glob whose
+/// base is outside the allowed set is skipped and counted, not fatal.
+fn scopes(ctx: &Ctx, args: &GrepArgs) -> Result<(Vec<Scope>, usize), ToolError> {
+    let mut scopes: Vec<Scope> = Vec::new();
+    let mut skipped = 0;
+    let relative: Vec<String> = args
+        .globs
+        .iter()
+        .filter(|g| !g.starts_with('/'))
+        .map(|g| g.trim_start_matches("./").to_string())
+        .collect();
+    match &args.directory {
+        Some(dir) => {
+            let dir = resolve_dir(ctx, dir)?;
+            // With only absolute globs, `directory` adds nothing of its own.
+            if args.globs.is_empty() || !relative.is_empty() {
+                scopes.push(Scope { root: dir.real, shown: dir.shown, globs: relative });
+            }
+        }
+        None if !relative.is_empty() => {
+            let dir = resolve_dir(ctx, ".")?;
+            scopes.push(Scope { root: dir.real, shown: dir.shown, globs: relative });
+        }
+        None => {}
+    }
+    for glob in args.globs.iter().filter(|g| g.starts_with('/')) {
+        let (base, rest) = walk::split_glob(glob);
+        match resolve_dir(ctx, &base.to_string_lossy()) {
+            Ok(dir) => scopes.push(Scope { root: dir.real, shown: dir.shown, globs: vec![rest] }),
+            Err(ToolError::NotAllowed(_)) => skipped += 1,
+            Err(ToolError::NotFound { .. }) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok((scopes, skipped))
+}
+
+/// A file to search: its scope and its path below the scope's root. Kept small: a search of a
+/// big tree holds one per file.
+struct Candidate {
+    scope: usize,
+    rel: PathBuf,
+}
+
+/// Regular files in every scope, in walk order, each once. Symlinks are not followed (as
+/// ripgrep's default), so nothing outside the allowed set is ever opened.
+fn candidates(scopes: &[Scope], options: &WalkOptions) -> Result<Vec<Candidate>, ToolError> {
+    let mut seen: HashSet<PathBuf> = HashSet::new();
+    let mut files = Vec::new();
+    for (idx, scope) in scopes.iter().enumerate() {
+        let set = if scope.globs.is_empty() {
+            None
+        } else {
+            Some(walk::glob_set("globs", &scope.globs)?)
+        };
+        // The scope root passed the policy; entries below it are reached without following
+        // links, so they are inside too.
+        for entry in walk::entries(&scope.root, options) {
+            if entry.kind != EntryKind::File
+                || set.as_ref().is_some_and(|s| !s.is_match(&entry.rel))
+            {
+                continue;
+            }
+            // Scopes can overlap only when there are several of them.
+            if scopes.len() > 1 && !seen.insert(scope.root.join(&entry.rel)) {
+                continue;
+            }
+            files.push(Candidate { scope: idx, rel: entry.rel });
+        }
+    }
+    Ok(files)
+}
+
+/// One file's matching lines, rendered, and how many matching lines it holds.
+struct FileHits {
+    text: String,
+    n: usize,
+    /// Bytes of the path prefix on every rendered line (before the `:N:` / `-N-`).
+    path_len: usize,
+    context: usize,
+}
+
+struct Found {
+    /// Per file, in candidate order, only files with hits.
+    files: Vec<FileHits>,
+    truncated: bool,
+}
+
+/// Searches `files` on up to two threads (the machines this serves have two cores; more
+/// threads only contend for the page cache). Workers take files in order and stop taking
+/// once the completed files hold `cap` matching lines, so the files done form a prefix.
+fn search(
+    regex: &Matchers,
+    scopes: &[Scope],
+    files: &[Candidate],
+    cap: usize,
+    context: usize,
+) -> Found {
+    let next = AtomicUsize::new(0);
+    let total = AtomicUsize::new(0);
+    let results: Mutex<Vec<(usize, FileHits)>> = Mutex::new(Vec::new());
+    let workers = std::thread::available_parallelism().map_or(2, |n| n.get()).clamp(1, 4);
+    std::thread::scope(|s| {
+        for _ in 0..workers {
+            s.spawn(|| {
+                let mut buf = Vec::new();
+                loop {
+                    if total.load(Ordering::Relaxed) >= cap {
+                        return;
+                    }
+                    let idx = next.fetch_add(1, Ordering::Relaxed);
+                    let Some(file) = files.get(idx) else { return };
+                    let scope = &scopes[file.scope];
+                    let found = search_file(regex, scope, &file.rel, &mut buf, context);
+                    // One huge file must not pin its buffer for the rest of the search.
+                    if buf.capacity() > KEPT_BUFFER {
+                        buf = Vec::new();
+                    }
+                    if let Some(hits) = found {
+                        total.fetch_add(hits.n, Ordering::Relaxed);
+                        results.lock().unwrap_or_else(|e| e.into_inner()).push((idx, hits));
+                    }
+                }
+            });
+        }
+    });
+    let mut results = results.into_inner().unwrap_or_else(|e| e.into_inner());
+    results.sort_by_key(|(idx, _)| *idx);
+    let mut files = Vec::new();
+    let mut shown = 0;
+    let mut truncated = false;
+    for (_, mut hits) in results {
+        if shown + hits.n > cap {
+            hits = cut(hits, cap - shown);
+            truncated = true;
+        }
+        shown += hits.n;
+        if hits.n > 0 {
+            files.push(hits);
+        }
+        if shown >= cap {
+            truncated |= total.load(Ordering::Relaxed) > cap;
+            break;
+        }
+    }
+    Found { files, truncated }
+}
+
+/// Keeps the first `keep` matching lines of a file's rendered hits, with the context before
+/// them and the context after the last one, but not the context that leads into the next.
+fn cut(hits: FileHits, keep: usize) -> FileHits {
+    let mut text = String::new();
+    let mut n = 0;
+    let mut last_kept: Option<usize> = None;
+    for line in hits.text.split_inclusive('\n') {
+        let number = line_number(line, hits.path_len);
+        if let Some(last) = last_kept.filter(|_| n == keep) {
+            let past = number.is_none_or(|num| num > last + hits.context);
+            if past || is_match_line(line) {
+                break;
+            }
+        }
+        if is_match_line(line) {
+            n += 1;
+            last_kept = number;
+        }
+        text.push_str(line);
+    }
+    FileHits { text, n, ..hits }
+}
+
+/// The 1-based line number of a rendered match or context line; `None` for `--`.
+fn line_number(line: &str, path_len: usize) -> Option<usize> {
+    let rest = line.strip_prefix('\u{1}').unwrap_or(line).get(path_len + 1..)?;
+    let digits = rest.find(|c: char| !c.is_ascii_digit())?;
+    rest[..digits].parse().ok()
+}
+
+/// Match lines are `path:N:text`; context lines `path-N-text`; separators `--`. The marker
+/// is stored as a leading byte by `render_file` so the two can be told apart without
+/// re-parsing paths that contain `:` or `-`.
+fn is_match_line(line: &str) -> bool {
+    line.starts_with('\u{1}')
+}
+
+fn search_file(
+    regex: &Matchers,
+    scope: &Scope,
+    rel: &Path,
+    buf: &mut Vec<u8>,
+    context: usize,
+) -> Option<FileHits> {
+    buf.clear();
+    let mut handle = File::open(scope.root.join(rel)).ok()?;
+    let mut probe = [0u8; BINARY_PROBE];
+    let n = read_full(&mut handle, &mut probe).ok()?;
+    if memchr::memchr(0, &probe[..n]).is_some() {
+        return None;
+    }
+    buf.extend_from_slice(&probe[..n]);
+    if n == BINARY_PROBE {
+        handle.take(MAX_READ_BYTES).read_to_end(buf).ok()?;
+    }
+    let lines = matching_lines(regex, buf);
+    if lines.is_empty() {
+        return None;
+    }
+    Some(render_file(&scope.shown.join(rel), buf, &lines, context))
+}
+
+fn read_full(file: &mut File, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match file.read(&mut buf[n..]) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(n)
+}
+
+/// The exact engine, and its fast twin where the pattern has one.
+struct Matchers {
+    exact: JsRegex,
+    fast: Option<FastRegex>,
+    /// Files the exact engine gave up on (backtracking limit): searched only partly.
+    gave_up: AtomicUsize,
+}
+
+/// 0-based numbers of the lines a match touches, ascending. A match spanning lines marks each
+/// of them; the empty match after a final newline is not a line.
+fn matching_lines(regex: &Matchers, bytes: &[u8]) -> Vec<usize> {
+    let mut spans: Vec<(usize, usize)> = Vec::new();
+    match &regex.fast {
+        // Same expectations as the exact engine, far cheaper: see `FastRegex`.
+        Some(fast) if FastRegex::applies_to(bytes) => {
+            spans.extend(fast.regex().find_iter(bytes).map(|m| (m.start(), m.end())));
+        }
+        _ => {
+            let text = String::from_utf8_lossy(bytes);
+            for m in regex.exact.regex().find_iter(&text) {
+                match m {
+                    Ok(m) => spans.push((m.start(), m.end())),
+                    Err(_) => {
+                        regex.gave_up.fetch_add(1, Ordering::Relaxed);
+                        break;
+                    }
+                }
+            }
+            // Lossy decoding changes byte offsets only after invalid UTF-8; line numbers are
+            // counted on the decoded text, where every `\n` is where it was.
+            if let std::borrow::Cow::Owned(decoded) = text {
+                return lines_of(decoded.as_bytes(), &spans);
+            }
+        }
+    }
+    lines_of(bytes, &spans)
+}
+
+/// Turns match byte spans into the sorted, distinct line numbers they touch.
+fn lines_of(bytes: &[u8], spans: &[(usize, usize)]) -> Vec<usize> {
+    let mut lines: Vec<usize> = Vec::new();
+    let mut line = 0;
+    let mut pos = 0;
+    for &(start, end) in spans {
+        if start == bytes.len() && start > 0 && bytes.ends_with(b"\n") {
+            break;
+        }
+        line += count_newlines(&bytes[pos..start]);
+        pos = start;
+        let last_byte = if end > start { end - 1 } else { start };
+        let end_line = line + count_newlines(&bytes[start..last_byte]);
+        let from = match lines.last() {
+            Some(&prev) if prev >= line => prev + 1,
+            _ => line,
+        };
+        lines.extend(from..=end_line);
+    }
+    lines
+}
+
+fn count_newlines(bytes: &[u8]) -> usize {
+    memchr::memchr_iter(b'\n', bytes).count()
+}
+
+/// grep -C output for one file. Match lines carry a leading `\u{1}` marker, removed by
+/// `render`, so that `cut` can count them.
+fn render_file(shown: &Path, bytes: &[u8], lines: &[usize], context: usize) -> FileHits {
+    let mut starts: Vec<usize> = vec![0];
+    starts.extend(memchr::memchr_iter(b'\n', bytes).map(|i| i + 1));
+    if bytes.ends_with(b"\n") {
+        starts.pop();
+    }
+    let last_line = starts.len() - 1;
+    let line_text = |n: usize| {
+        let end = starts.get(n + 1).map_or(bytes.len(), |&next| next - 1);
+        String::from_utf8_lossy(&bytes[starts[n]..end.max(starts[n])])
+    };
+    let path = shown.to_string_lossy();
+    let matched: HashSet<usize> = lines.iter().copied().collect();
+    let mut out = String::new();
+    let mut printed_until: Option<usize> = None;
+    for &line in lines {
+        let from = line.saturating_sub(context);
+        if context > 0 && printed_until.is_some_and(|done| done + 1 < from) {
+            out.push_str("--\n");
+        }
+        let to = (line + context).min(last_line);
+        for n in from..=to {
+            if printed_until.is_some_and(|done| n <= done) {
+                continue;
+            }
+            if matched.contains(&n) {
+                out.push('\u{1}');
+                push_line(&mut out, &path, ':', n, &line_text(n));
+            } else {
+                push_line(&mut out, &path, '-', n, &line_text(n));
+            }
+        }
+        printed_until = Some(to.max(printed_until.unwrap_or(0)));
+    }
+    FileHits { text: out, n: lines.len(), path_len: path.len(), context }
+}
+
+fn push_line(out: &mut String, path: &str, sep: char, n: usize, line: &str) {
+    let line = line.strip_suffix('\r').unwrap_or(line);
+    out.push_str(path);
+    out.push(sep);
+    out.push_str(&(n + 1).to_string());
+    out.push(sep);
+    match line.char_indices().nth(MAX_LINE_CHARS) {
+        Some((cut_at, _)) => {
+            out.push_str(&line[..cut_at]);
+            out.push_str(&format!(" … [line cut: {} bytes in all]", line.len()));
+        }
+        None => out.push_str(line),
+    }
+    out.push('\n');
+}
+
+fn render(found: Found, cap: usize, with_context: bool, skipped: usize) -> String {
+    let n: usize = found.files.iter().map(|f| f.n).sum();
+    let mut out = String::new();
+    if found.truncated {
+        out.push_str(&format!(
+            "[results truncated: showing the first {cap} matching lines; narrow the regex, directory or globs, or raise maxResults (max 10000)]\n"
+        ));
+    }
+    for (i, file) in found.files.iter().enumerate() {
+        if i > 0 && with_context {
+            out.push_str("--\n");
+        }
+        for line in file.text.split_inclusive('\n') {
+            out.push_str(line.strip_prefix('\u{1}').unwrap_or(line));
+        }
+    }
+    if n == 0 {
+        out = NO_MATCHES.to_string();
+    } else {
+        out.push_str(&format!("[{n} matches]"));
+    }
+    if skipped > 0 {
+        out.push_str(&format!("\n[{skipped} path(s) skipped: outside the allowed directories]"));
+    }
+    out
+}

@@ -1,0 +1,824 @@
+//! The harness: `TestEnv` declares a file tree in a fresh temp dir, `Server` runs the real `replay --mcp-server`.
+//!
+//! Every line the server writes to stdout is checked to be JSON-RPC 2.0 as it is read, so each
+//! test also checks that stdout carries nothing else. Reads time out after `REPLY_TIMEOUT`; no
+//! test sleeps.
+
+use std::collections::BTreeMap;
+use std::ffi::OsStr;
+use std::fs;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::fs::{symlink, PermissionsExt};
+use std::path::{Component, Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+/// How long any single reply (or process exit) may take before the test fails.
+pub const REPLY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The binary under test, built by cargo for this integration target.
+pub const BIN: &str = env!("CARGO_BIN_EXE_replay");
+
+/// A `Command` for the binary under test; the only place the tests start a process.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "the integration tests exist to spawn the binary under test"
+)]
+pub fn replay_command() -> Command {
+    Command::new(BIN)
+}
+
+/// A name no other test (in this or a concurrent test process) will pick: pid + counter + nanos.
+pub fn unique_name(prefix: &str) -> String {
+    static COUNTER: AtomicUsize = AtomicUsize::new(0);
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let nanos = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or(0);
+    format!("{prefix}-{}-{n}-{nanos}", std::process::id())
+}
+
+// ---------------------------------------------------------------------------------------------
+// TestEnv
+// ---------------------------------------------------------------------------------------------
+
+/// A canonicalized temp dir (`base`) holding a declared tree. `base/root` always exists and is
+/// what `Server::start` allows read-write. Removed on drop.
+pub struct TestEnv {
+    base: PathBuf,
+    marker: String,
+}
+
+impl TestEnv {
+    /// Creates `base/root`, then `dirs` and `files` (paths relative to `base`, parents created).
+    pub fn new(dirs: &[&str], files: &[(&str, &str)]) -> TestEnv {
+        let tmp = std::env::temp_dir().join(unique_name("replay-it"));
+        fs::create_dir_all(&tmp).unwrap_or_else(|e| panic!("creating {}: {e}", tmp.display()));
+        // Canonicalize so a symlinked /tmp does not confuse path assertions.
+        let base = fs::canonicalize(&tmp)
+            .unwrap_or_else(|e| panic!("canonicalize {}: {e}", tmp.display()));
+        let env = TestEnv { base, marker: format!("SECRET-{}", unique_name("m")) };
+        env.mkdir("root");
+        for dir in dirs {
+            env.mkdir(dir);
+        }
+        for (path, content) in files {
+            env.write(path, content.as_bytes());
+        }
+        env
+    }
+
+    pub fn base(&self) -> &Path {
+        &self.base
+    }
+
+    /// The directory `Server::start` allows read-write.
+    pub fn root(&self) -> PathBuf {
+        self.base.join("root")
+    }
+
+    pub fn path(&self, rel: &str) -> PathBuf {
+        self.base.join(rel)
+    }
+
+    /// `path(rel)` as the string a client would send.
+    pub fn p(&self, rel: &str) -> String {
+        path_str(&self.path(rel))
+    }
+
+    /// A unique `SECRET-…` string for content that must never leak into a reply.
+    pub fn marker(&self) -> &str {
+        &self.marker
+    }
+
+    pub fn mkdir(&self, rel: &str) {
+        let path = self.path(rel);
+        fs::create_dir_all(&path).unwrap_or_else(|e| panic!("mkdir {}: {e}", path.display()));
+    }
+
+    pub fn write(&self, rel: &str, bytes: impl AsRef<[u8]>) {
+        let path = self.path(rel);
+        if let Some(parent) = path.parent() {
+            fs::create_dir_all(parent)
+                .unwrap_or_else(|e| panic!("mkdir {}: {e}", parent.display()));
+        }
+        fs::write(&path, bytes).unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
+    }
+
+    pub fn read(&self, rel: &str) -> Vec<u8> {
+        let path = self.path(rel);
+        fs::read(&path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()))
+    }
+
+    pub fn read_string(&self, rel: &str) -> String {
+        String::from_utf8(self.read(rel)).expect("file is UTF-8")
+    }
+
+    /// True if anything (file, dir, possibly dangling symlink) exists at `rel`.
+    pub fn exists(&self, rel: &str) -> bool {
+        fs::symlink_metadata(self.path(rel)).is_ok()
+    }
+
+    pub fn is_symlink(&self, rel: &str) -> bool {
+        fs::symlink_metadata(self.path(rel)).map(|m| m.file_type().is_symlink()).unwrap_or(false)
+    }
+
+    pub fn is_dir(&self, rel: &str) -> bool {
+        fs::symlink_metadata(self.path(rel)).map(|m| m.is_dir()).unwrap_or(false)
+    }
+
+    /// Creates the symlink `base/link_rel` whose target is `target`, verbatim (relative or absolute).
+    pub fn symlink(&self, target: &str, link_rel: &str) {
+        let link = self.path(link_rel);
+        symlink(target, &link)
+            .unwrap_or_else(|e| panic!("symlink {} -> {target}: {e}", link.display()));
+    }
+
+    pub fn read_link(&self, rel: &str) -> PathBuf {
+        fs::read_link(self.path(rel)).unwrap_or_else(|e| panic!("readlink {rel}: {e}"))
+    }
+
+    pub fn set_mode(&self, rel: &str, mode: u32) {
+        let path = self.path(rel);
+        fs::set_permissions(&path, fs::Permissions::from_mode(mode))
+            .unwrap_or_else(|e| panic!("chmod {}: {e}", path.display()));
+    }
+
+    pub fn mode(&self, rel: &str) -> u32 {
+        fs::symlink_metadata(self.path(rel)).expect("stat").permissions().mode() & 0o7777
+    }
+
+    /// The sorted entry names of the directory `rel`.
+    pub fn names(&self, rel: &str) -> Vec<String> {
+        let path = self.path(rel);
+        let mut names: Vec<String> = fs::read_dir(&path)
+            .unwrap_or_else(|e| panic!("read_dir {}: {e}", path.display()))
+            .map(|entry| entry.expect("dir entry").file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+
+    /// Everything under `base`: kinds, bytes, modes and link targets. Symlinks are not followed.
+    pub fn snapshot(&self) -> Snapshot {
+        let mut nodes = BTreeMap::new();
+        walk(&self.base, &self.base, &mut nodes);
+        Snapshot(nodes)
+    }
+}
+
+impl Drop for TestEnv {
+    fn drop(&mut self) {
+        // remove_dir_all does not follow symlinks, so links pointing anywhere are safe to leave.
+        let _ = fs::remove_dir_all(&self.base);
+    }
+}
+
+pub fn path_str(path: &Path) -> String {
+    path.to_str().expect("test paths are UTF-8").to_owned()
+}
+
+#[derive(Debug, PartialEq, Eq, Clone)]
+pub enum Node {
+    Dir { mode: u32 },
+    File { bytes: Vec<u8>, mode: u32 },
+    Link { target: PathBuf },
+}
+
+#[derive(Debug, PartialEq, Eq, Clone)]
+pub struct Snapshot(pub BTreeMap<String, Node>);
+
+impl Snapshot {
+    /// A readable list of what changed from `self` to `after`; empty when nothing did.
+    pub fn diff(&self, after: &Snapshot) -> String {
+        let mut out = String::new();
+        for (path, node) in &self.0 {
+            match after.0.get(path) {
+                None => out.push_str(&format!("  removed {path}\n")),
+                Some(other) if other != node => out.push_str(&format!(
+                    "  changed {path}: {} -> {}\n",
+                    describe(node),
+                    describe(other)
+                )),
+                Some(_) => {}
+            }
+        }
+        for (path, node) in &after.0 {
+            if !self.0.contains_key(path) {
+                out.push_str(&format!("  added {path}: {}\n", describe(node)));
+            }
+        }
+        out
+    }
+
+    /// The entries whose relative path starts with `prefix`.
+    pub fn under(&self, prefix: &str) -> Snapshot {
+        Snapshot(
+            self.0
+                .iter()
+                .filter(|(k, _)| k.starts_with(prefix))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+        )
+    }
+}
+
+fn describe(node: &Node) -> String {
+    match node {
+        Node::Dir { mode } => format!("dir {mode:o}"),
+        Node::File { bytes, mode } => {
+            let text = String::from_utf8_lossy(bytes);
+            let short: String = text.chars().take(60).collect();
+            format!("file {mode:o} {} bytes {short:?}", bytes.len())
+        }
+        Node::Link { target } => format!("link -> {}", target.display()),
+    }
+}
+
+fn walk(base: &Path, dir: &Path, nodes: &mut BTreeMap<String, Node>) {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries {
+        let entry = entry.expect("dir entry");
+        let path = entry.path();
+        let rel = path_str(path.strip_prefix(base).expect("under base"));
+        let meta = fs::symlink_metadata(&path).expect("lstat");
+        let mode = meta.permissions().mode() & 0o7777;
+        if meta.file_type().is_symlink() {
+            nodes.insert(rel, Node::Link { target: fs::read_link(&path).expect("readlink") });
+        } else if meta.is_dir() {
+            nodes.insert(rel, Node::Dir { mode });
+            walk(base, &path, nodes);
+        } else {
+            nodes.insert(rel, Node::File { bytes: fs::read(&path).unwrap_or_default(), mode });
+        }
+    }
+}
+
+/// The absolute, lexically normalized form of a client path: relative paths resolve against
+/// `first_root`, `.` is dropped and `..` pops a component. This is the form replies must use.
+pub fn normalize(first_root: &Path, client: &str) -> String {
+    let joined = first_root.join(client);
+    let mut out = PathBuf::from("/");
+    for component in joined.components() {
+        match component {
+            Component::RootDir | Component::Prefix(_) | Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::Normal(name) => out.push(name),
+        }
+    }
+    path_str(&out)
+}
+
+// ---------------------------------------------------------------------------------------------
+// Server
+// ---------------------------------------------------------------------------------------------
+
+/// A running `replay` child. Stdout is read on a thread into a channel so reads can time out;
+/// stderr is collected for failure messages. The child is killed on drop.
+pub struct Server {
+    child: Option<Child>,
+    stdin: Option<ChildStdin>,
+    lines: Receiver<String>,
+    stderr: Arc<Mutex<Vec<u8>>>,
+    next_id: i64,
+    backlog: Vec<Response>,
+}
+
+impl Server {
+    /// `replay --mcp-server --allow <root>:rw`, initialized.
+    pub fn start(env: &TestEnv) -> Server {
+        let allow = format!("{}:rw", path_str(&env.root()));
+        Server::start_with(["--mcp-server", "--allow", &allow])
+    }
+
+    /// Spawns with `args` and runs the `initialize` handshake.
+    pub fn start_with<I, S>(args: I) -> Server
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        let mut server = Server::spawn(args);
+        server.initialize("2025-06-18");
+        server
+    }
+
+    /// Spawns with `args`; no handshake.
+    pub fn spawn<I, S>(args: I) -> Server
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        let mut cmd = replay_command();
+        cmd.args(args);
+        Server::from_command(cmd)
+    }
+
+    /// Spawns a prepared command (for custom env vars or working directory); no handshake.
+    pub fn from_command(mut cmd: Command) -> Server {
+        cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        let mut child = cmd.spawn().unwrap_or_else(|e| panic!("spawning {BIN}: {e}"));
+        let stdout = child.stdout.take().expect("piped stdout");
+        let mut stderr_pipe = child.stderr.take().expect("piped stderr");
+        let (tx, lines) = mpsc::channel();
+        thread::spawn(move || {
+            let mut reader = BufReader::new(stdout);
+            loop {
+                let mut buf = Vec::new();
+                match reader.read_until(b'\n', &mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) => {
+                        if tx.send(String::from_utf8_lossy(&buf).into_owned()).is_err() {
+                            break;
+                        }
+                    }
+                }
+            }
+        });
+        let stderr = Arc::new(Mutex::new(Vec::new()));
+        let sink = Arc::clone(&stderr);
+        thread::spawn(move || {
+            let mut chunk = [0u8; 4096];
+            while let Ok(n) = stderr_pipe.read(&mut chunk) {
+                if n == 0 {
+                    break;
+                }
+                sink.lock().expect("stderr lock").extend_from_slice(&chunk[..n]);
+            }
+        });
+        let stdin = child.stdin.take();
+        Server { child: Some(child), stdin, lines, stderr, next_id: 1, backlog: Vec::new() }
+    }
+
+    /// Sends `initialize` with `version` and then `notifications/initialized`; returns the result.
+    pub fn initialize(&mut self, version: &str) -> Value {
+        let params = json!({
+            "protocolVersion": version,
+            "capabilities": {},
+            "clientInfo": {"name": "replay-it", "version": "0"}
+        });
+        let result = self.request("initialize", params).result().clone();
+        self.notify("notifications/initialized", json!({}));
+        result
+    }
+
+    /// What the server wrote to stderr so far.
+    pub fn stderr(&self) -> String {
+        String::from_utf8_lossy(&self.stderr.lock().expect("stderr lock")).into_owned()
+    }
+
+    /// Writes `line` plus a newline to the server's stdin.
+    pub fn send_raw(&mut self, line: &str) {
+        let stdin = self.stdin.as_mut().expect("stdin already closed");
+        let res = stdin
+            .write_all(line.as_bytes())
+            .and_then(|()| stdin.write_all(b"\n"))
+            .and_then(|()| stdin.flush());
+        if let Err(e) = res {
+            panic!("writing to replay's stdin failed ({e}); stderr:\n{}", self.stderr());
+        }
+    }
+
+    pub fn send(&mut self, message: &Value) {
+        self.send_raw(&message.to_string());
+    }
+
+    pub fn notify(&mut self, method: &str, params: Value) {
+        self.send(&json!({"jsonrpc": "2.0", "method": method, "params": params}));
+    }
+
+    /// Closes stdin; the server should then answer what it has and exit.
+    pub fn close_stdin(&mut self) {
+        self.stdin = None;
+    }
+
+    /// The next stdout line, checked to be JSON-RPC 2.0 (an object, or a batch array of them).
+    pub fn next_line(&mut self) -> String {
+        match self.lines.recv_timeout(REPLY_TIMEOUT) {
+            Ok(line) => {
+                check_jsonrpc_line(&line);
+                line
+            }
+            Err(RecvTimeoutError::Timeout) => {
+                panic!("no line from replay within {REPLY_TIMEOUT:?}; stderr:\n{}", self.stderr())
+            }
+            Err(RecvTimeoutError::Disconnected) => {
+                panic!("replay closed stdout (exited?); stderr:\n{}", self.stderr())
+            }
+        }
+    }
+
+    /// The next stdout message, parsed.
+    pub fn next_message(&mut self) -> Response {
+        let line = self.next_line();
+        let value = serde_json::from_str(&line).expect("checked by next_line");
+        Response { line, value }
+    }
+
+    /// Sends a request with a fresh numeric id and returns the reply with that id. Server
+    /// notifications are skipped; replies to other ids are kept for `reply_to`.
+    pub fn request(&mut self, method: &str, params: Value) -> Response {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        self.reply_to(&json!(id))
+    }
+
+    /// The reply whose `id` equals `id`, waiting for it if needed.
+    pub fn reply_to(&mut self, id: &Value) -> Response {
+        if let Some(pos) = self.backlog.iter().position(|r| r.value.get("id") == Some(id)) {
+            return self.backlog.remove(pos);
+        }
+        loop {
+            let msg = self.next_message();
+            if msg.value.get("id") == Some(id) {
+                return msg;
+            }
+            let is_notification =
+                msg.value.get("method").is_some() && msg.value.get("id").is_none();
+            if !is_notification {
+                self.backlog.push(msg);
+            }
+        }
+    }
+
+    /// `tools/call` with `name` and `arguments`.
+    pub fn call(&mut self, tool: &str, args: Value) -> Response {
+        self.request("tools/call", json!({"name": tool, "arguments": args}))
+    }
+
+    /// `call`, expecting a successful result with exactly one text item; returns its text.
+    #[track_caller]
+    pub fn call_text(&mut self, tool: &str, args: Value) -> String {
+        self.call(tool, args).text()
+    }
+
+    /// `call`, expecting a JSON-RPC error with `code`; returns the error.
+    #[track_caller]
+    pub fn call_err(&mut self, tool: &str, args: Value, code: i64) -> RpcError {
+        self.call(tool, args).expect_error(code)
+    }
+
+    /// Closes stdin, collects every remaining stdout message until EOF and waits for the exit.
+    pub fn finish(mut self) -> (Vec<Response>, ExitStatus) {
+        self.close_stdin();
+        let mut messages = std::mem::take(&mut self.backlog);
+        loop {
+            match self.lines.recv_timeout(REPLY_TIMEOUT) {
+                Ok(line) => {
+                    check_jsonrpc_line(&line);
+                    let value = serde_json::from_str(&line).expect("checked");
+                    messages.push(Response { line, value });
+                }
+                Err(RecvTimeoutError::Disconnected) => break,
+                Err(RecvTimeoutError::Timeout) => {
+                    panic!(
+                        "replay kept stdout open {REPLY_TIMEOUT:?} after stdin closed; stderr:\n{}",
+                        self.stderr()
+                    )
+                }
+            }
+        }
+        // Stdout is closed, so the process is exiting; if it is not, the child stays owned by
+        // `self` until here and `Drop` would kill it, but a blocking wait is what we want.
+        let mut child = self.child.take().expect("child");
+        let status = child.wait().unwrap_or_else(|e| panic!("waiting for replay: {e}"));
+        (messages, status)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.stdin = None;
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+#[track_caller]
+fn check_jsonrpc_line(line: &str) {
+    let value: Value = serde_json::from_str(line)
+        .unwrap_or_else(|e| panic!("replay wrote a non-JSON line to stdout ({e}): {line:?}"));
+    let messages = match &value {
+        Value::Array(items) => items.iter().collect(),
+        _ => vec![&value],
+    };
+    for message in messages {
+        assert_eq!(
+            message.get("jsonrpc"),
+            Some(&json!("2.0")),
+            "stdout line is not JSON-RPC 2.0: {line}"
+        );
+    }
+}
+
+/// Output of a short-lived `replay` run (command-line tests).
+pub struct CliOutput {
+    pub status: ExitStatus,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// Runs `cmd` to completion with `stdin` as input; fails (and kills it) after `REPLY_TIMEOUT`.
+pub fn run_cli(mut cmd: Command, stdin: &str) -> CliOutput {
+    cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut child = cmd.spawn().unwrap_or_else(|e| panic!("spawning {BIN}: {e}"));
+    let mut pipe = child.stdin.take().expect("piped stdin");
+    // A process that exits early closes its stdin; a failed write is then expected.
+    let _ = pipe.write_all(stdin.as_bytes());
+    drop(pipe);
+    let (tx, rx) = mpsc::channel();
+    for (stream, mut reader) in [
+        (0, Box::new(child.stdout.take().expect("piped stdout")) as Box<dyn Read + Send>),
+        (1, Box::new(child.stderr.take().expect("piped stderr"))),
+    ] {
+        let tx = tx.clone();
+        thread::spawn(move || {
+            let mut buf = Vec::new();
+            let _ = reader.read_to_end(&mut buf);
+            let _ = tx.send((stream, String::from_utf8_lossy(&buf).into_owned()));
+        });
+    }
+    let mut outputs = [String::new(), String::new()];
+    for _ in 0..2 {
+        match rx.recv_timeout(REPLY_TIMEOUT) {
+            Ok((stream, text)) => outputs[stream] = text,
+            Err(_) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("replay did not close its output within {REPLY_TIMEOUT:?}");
+            }
+        }
+    }
+    let status = child.wait().unwrap_or_else(|e| panic!("waiting for replay: {e}"));
+    let [stdout, stderr] = outputs;
+    CliOutput { status, stdout, stderr }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Replies, decoded into test-local types
+// ---------------------------------------------------------------------------------------------
+
+/// One message from the server: the raw line (for leak checks) and its parsed value.
+#[derive(Debug, Clone)]
+pub struct Response {
+    pub line: String,
+    pub value: Value,
+}
+
+#[derive(Debug, Deserialize, Clone)]
+pub struct RpcError {
+    pub code: i64,
+    pub message: String,
+}
+
+#[derive(Debug, Deserialize)]
+pub struct ToolResult {
+    pub content: Vec<Content>,
+    #[serde(rename = "isError", default)]
+    pub is_error: Option<bool>,
+}
+
+#[derive(Debug, Deserialize, PartialEq)]
+#[serde(tag = "type", rename_all = "lowercase")]
+pub enum Content {
+    Text {
+        text: String,
+    },
+    Image {
+        data: String,
+        #[serde(rename = "mimeType")]
+        mime_type: String,
+    },
+    Audio {
+        data: String,
+        #[serde(rename = "mimeType")]
+        mime_type: String,
+    },
+    Resource {
+        resource: Resource,
+    },
+}
+
+#[derive(Debug, Deserialize, PartialEq)]
+pub struct Resource {
+    pub uri: String,
+    #[serde(rename = "mimeType")]
+    pub mime_type: Option<String>,
+    pub blob: Option<String>,
+    pub text: Option<String>,
+}
+
+impl Response {
+    /// The `result`; panics (quoting the line) on an error reply.
+    #[track_caller]
+    pub fn result(&self) -> &Value {
+        match self.value.get("result") {
+            Some(result) if self.value.get("error").is_none() => result,
+            _ => panic!("expected a result, got: {}", self.line),
+        }
+    }
+
+    /// The `error`; panics (quoting the line) on a result reply.
+    #[track_caller]
+    pub fn error(&self) -> RpcError {
+        match self.value.get("error") {
+            Some(error) if self.value.get("result").is_none() => {
+                serde_json::from_value(error.clone())
+                    .unwrap_or_else(|e| panic!("malformed error object ({e}): {}", self.line))
+            }
+            _ => panic!("expected an error, got: {}", self.line),
+        }
+    }
+
+    /// The error, asserting its code.
+    #[track_caller]
+    pub fn expect_error(&self, code: i64) -> RpcError {
+        let error = self.error();
+        assert_eq!(error.code, code, "wrong error code in: {}", self.line);
+        error
+    }
+
+    /// The `tools/call` result, decoded; panics if it is an error or has `isError: true`.
+    #[track_caller]
+    pub fn tool_result(&self) -> ToolResult {
+        let result: ToolResult = serde_json::from_value(self.result().clone())
+            .unwrap_or_else(|e| panic!("malformed tools/call result ({e}): {}", self.line));
+        assert_ne!(result.is_error, Some(true), "tool reported isError: {}", self.line);
+        result
+    }
+
+    /// The texts of a successful tool result; panics on non-text items.
+    #[track_caller]
+    pub fn texts(&self) -> Vec<String> {
+        self.tool_result()
+            .content
+            .into_iter()
+            .map(|item| match item {
+                Content::Text { text } => text,
+                other => panic!("expected text content, got {other:?} in {}", self.line),
+            })
+            .collect()
+    }
+
+    /// The single text item of a successful tool result.
+    #[track_caller]
+    pub fn text(&self) -> String {
+        let mut texts = self.texts();
+        assert_eq!(texts.len(), 1, "expected exactly one content item: {}", self.line);
+        texts.remove(0)
+    }
+}
+
+/// Parses `key: value` lines (as `get_file_info` returns) into a map.
+pub fn key_values(text: &str) -> BTreeMap<String, String> {
+    text.lines()
+        .filter_map(|line| line.split_once(": "))
+        .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))
+        .collect()
+}
+
+// ---------------------------------------------------------------------------------------------
+// Matching and encoding helpers
+// ---------------------------------------------------------------------------------------------
+
+/// Checks `actual` against `expected` JSON text with wildcards: the string `"{...}"` matches any
+/// value, `[..]` inside a string matches any run of characters, and objects may carry extra keys.
+#[track_caller]
+pub fn assert_json(actual: &Value, expected: &str) {
+    let expected: Value = serde_json::from_str(expected).expect("expected JSON parses");
+    if let Err(path) = json_matches(actual, &expected, String::from("$")) {
+        panic!("JSON mismatch at {path}\nexpected: {expected}\nactual:   {actual}");
+    }
+}
+
+fn json_matches(actual: &Value, expected: &Value, at: String) -> Result<(), String> {
+    match (expected, actual) {
+        (Value::String(e), _) if e == "{...}" => Ok(()),
+        (Value::String(e), Value::String(a)) if e.contains("[..]") => {
+            if wildcard_matches(e, a) {
+                Ok(())
+            } else {
+                Err(at)
+            }
+        }
+        (Value::Object(e), Value::Object(a)) => {
+            for (key, value) in e {
+                let Some(actual_value) = a.get(key) else {
+                    return Err(format!("{at}.{key} (missing)"));
+                };
+                json_matches(actual_value, value, format!("{at}.{key}"))?;
+            }
+            Ok(())
+        }
+        (Value::Array(e), Value::Array(a)) => {
+            if e.len() != a.len() {
+                return Err(format!("{at} (length {} != {})", a.len(), e.len()));
+            }
+            for (i, (a, e)) in a.iter().zip(e).enumerate() {
+                json_matches(a, e, format!("{at}[{i}]"))?;
+            }
+            Ok(())
+        }
+        _ if expected == actual => Ok(()),
+        _ => Err(at),
+    }
+}
+
+fn wildcard_matches(pattern: &str, text: &str) -> bool {
+    let parts: Vec<&str> = pattern.split("[..]").collect();
+    let (first, rest) = parts.split_first().expect("split yields one part");
+    let Some(mut remaining) = text.strip_prefix(first) else {
+        return false;
+    };
+    for (i, part) in rest.iter().enumerate() {
+        let is_last = i == rest.len() - 1;
+        if is_last {
+            return remaining.ends_with(part);
+        }
+        match remaining.find(part) {
+            Some(pos) => remaining = &remaining[pos + part.len()..],
+            None => return false,
+        }
+    }
+    remaining.is_empty()
+}
+
+/// Standard base64 (with padding) decoding; panics on malformed input.
+#[track_caller]
+pub fn base64_decode(text: &str) -> Vec<u8> {
+    fn value(c: u8) -> u32 {
+        match c {
+            b'A'..=b'Z' => u32::from(c - b'A'),
+            b'a'..=b'z' => u32::from(c - b'a') + 26,
+            b'0'..=b'9' => u32::from(c - b'0') + 52,
+            b'+' => 62,
+            b'/' => 63,
+            _ => panic!("not a base64 character: {:?}", char::from(c)),
+        }
+    }
+    let bytes = text.trim_end_matches('=').as_bytes();
+    let mut out = Vec::with_capacity(bytes.len() * 3 / 4);
+    for chunk in bytes.chunks(4) {
+        let mut acc = 0u32;
+        for (i, &c) in chunk.iter().enumerate() {
+            acc |= value(c) << (18 - 6 * i);
+        }
+        let n_bytes = match chunk.len() {
+            4 => 3,
+            3 => 2,
+            2 => 1,
+            _ => panic!("truncated base64"),
+        };
+        for i in 0..n_bytes {
+            out.push((acc >> (16 - 8 * i)) as u8);
+        }
+    }
+    out
+}
+
+/// `YYYY-MM-DDTHH:MM:SSZ` for seconds since the Unix epoch (UTC), to check `get_file_info`.
+pub fn iso8601_utc(secs: u64) -> String {
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    // Howard Hinnant's civil_from_days.
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+#[test]
+fn harness_helpers_self_check() {
+    assert_eq!(base64_decode("aGVsbG8="), b"hello");
+    assert_eq!(base64_decode("aGk="), b"hi");
+    assert_eq!(base64_decode("AAEC/w=="), [0, 1, 2, 255]);
+    assert_eq!(iso8601_utc(1_700_000_000), "2023-11-14T22:13:20Z");
+    assert_eq!(iso8601_utc(0), "1970-01-01T00:00:00Z");
+    assert_eq!(normalize(Path::new("/r"), "a/../b/./c"), "/r/b/c");
+    assert_eq!(normalize(Path::new("/r"), "/x/../../y"), "/y");
+    assert!(wildcard_matches("a[..]c", "abbc"));
+    assert!(!wildcard_matches("a[..]c", "abbd"));
+    assert_json(&json!({"a": 1, "b": "v1.2", "c": [1]}), r#"{"a": 1, "b": "v[..]", "c": "{...}"}"#);
+}

@@ -1,0 +1,10 @@
+//! Black-box integration tests for `replay --mcp-server`; start reading at `harness`, then `policy`.
+
+mod cli;
+mod edit;
+mod fs_ops;
+mod harness;
+mod policy;
+mod protocol;
+mod read;
+mod write;
