@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use clap::{CommandFactory, FromArgMatches, Parser};
 
 use crate::policy::{canonical_root, Access, AllowedRoot};
+use crate::sandbox::SandboxConfig;
 
 #[derive(Debug, Parser)]
 #[command(
@@ -35,6 +36,28 @@ struct Cli {
     #[arg(long, value_name = "LEVEL")]
     log_level: Option<String>,
 
+    /// Leave execute_command out: no shell for this client.
+    #[arg(long)]
+    no_exec: bool,
+
+    /// Refuse execute_command commands that run NAME (a convenience, not a security boundary:
+    /// `sh -c`, `eval` or a variable get around it). Repeatable.
+    #[arg(long = "deny-command", value_name = "NAME")]
+    deny_command: Vec<String>,
+
+    /// Do not confine the server with Landlock (it is on by default where the kernel has it).
+    #[arg(long)]
+    no_sandbox: bool,
+
+    /// Deny TCP connect and bind to the server and every command it runs (Landlock ABI 4+).
+    #[arg(long)]
+    deny_network: bool,
+
+    /// One more directory the sandbox lets commands read and execute (a toolchain under your
+    /// home directory, say). Repeatable.
+    #[arg(long = "sandbox-read", value_name = "PATH")]
+    sandbox_read: Vec<String>,
+
     /// Allowed directories, read-write, as the official filesystem server takes them.
     #[arg(value_name = "DIR")]
     dirs: Vec<String>,
@@ -47,6 +70,9 @@ pub struct Config {
     pub roots: Vec<AllowedRoot>,
     pub home: Option<PathBuf>,
     pub log_filter: Option<String>,
+    pub no_exec: bool,
+    pub deny_commands: Vec<String>,
+    pub sandbox: SandboxConfig,
 }
 
 /// What `main` should do.
@@ -88,7 +114,23 @@ pub fn parse() -> Invocation {
     let home = std::env::var_os("HOME").map(PathBuf::from);
     let requested = requested_roots(&cli, &matches);
     match canonical_roots(requested, home.as_deref()) {
-        Ok(roots) => Invocation::Serve(Config { roots, home, log_filter: cli.log_level }),
+        Ok(roots) => {
+            let extra_read =
+                cli.sandbox_read.iter().map(|p| expand_home(p, home.as_deref())).collect();
+            let sandbox = SandboxConfig {
+                enabled: !cli.no_sandbox,
+                deny_network: cli.deny_network,
+                extra_read,
+            };
+            Invocation::Serve(Config {
+                roots,
+                home,
+                log_filter: cli.log_level,
+                no_exec: cli.no_exec,
+                deny_commands: cli.deny_command,
+                sandbox,
+            })
+        }
         Err(message) => Invocation::Exit { message, status: 1 },
     }
 }

@@ -51,6 +51,10 @@ pub enum ToolError {
         pattern: String,
         detail: String,
     },
+    /// execute_command refused a command on the `--deny-command` list.
+    CommandDenied {
+        name: String,
+    },
     /// An edit did not apply (not found, not unique, bad regex, missing group): nothing written.
     Edit(EditError),
     /// A tool panicked; the server goes on.
@@ -65,7 +69,7 @@ impl ToolError {
             ToolError::NotAllowed(Denied { reason: DenyReason::Invalid { .. }, .. }) => {
                 INVALID_PARAMS
             }
-            ToolError::NotAllowed(_) => NOT_ALLOWED,
+            ToolError::NotAllowed(_) | ToolError::CommandDenied { .. } => NOT_ALLOWED,
             ToolError::NotFound { .. } | ToolError::NoGlobMatch { .. } => NOT_FOUND,
             ToolError::InvalidParams { .. } => INVALID_PARAMS,
             ToolError::NotADirectory { .. }
@@ -110,6 +114,9 @@ impl fmt::Display for ToolError {
                 write!(f, "not found: the glob `{pattern}` matched no files")
             }
             ToolError::Edit(e) => e.fmt(f),
+            ToolError::CommandDenied { name } => {
+                write!(f, "command not allowed: `{name}` is on this server's --deny-command list")
+            }
             ToolError::InvalidRegex { pattern, detail } => {
                 write!(f, "invalid regex `{pattern}`: {detail}")
             }

@@ -11,6 +11,7 @@ mod error;
 mod js_regex;
 mod policy;
 mod protocol;
+mod sandbox;
 mod schema;
 mod tools;
 mod walk;
@@ -22,6 +23,7 @@ use tracing_subscriber::EnvFilter;
 
 use crate::cli::Invocation;
 use crate::policy::Policy;
+use crate::tools::Settings;
 
 fn main() -> ExitCode {
     limit_malloc_arenas();
@@ -41,6 +43,27 @@ fn main() -> ExitCode {
     if config.roots.is_empty() {
         tracing::warn!("no allowed directories: every path will be refused");
     }
+    let child_tmpdir = sandbox::create_child_tmpdir();
+    let status = sandbox::apply(
+        &config.roots,
+        child_tmpdir.as_deref(),
+        config.home.as_deref(),
+        &config.sandbox,
+    );
+    match &status {
+        sandbox::Status::Enforced => tracing::info!("Landlock sandbox enforced"),
+        other => tracing::warn!("{}", other.note().unwrap_or_default()),
+    }
+    let settings = Settings {
+        deny_commands: config.deny_commands,
+        child_tmpdir: child_tmpdir.clone(),
+        sandbox_note: status.note(),
+        disabled_tools: if config.no_exec {
+            vec!["execute_command".to_string()]
+        } else {
+            Vec::new()
+        },
+    };
     let policy = Policy::new(config.roots, config.home);
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
@@ -49,9 +72,12 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    runtime.block_on(protocol::session::serve(policy));
+    runtime.block_on(protocol::session::serve(policy, settings));
     // Tool calls still running past the drain limit must not hold the process open.
     runtime.shutdown_timeout(std::time::Duration::from_millis(100));
+    if let Some(dir) = child_tmpdir {
+        let _ = std::fs::remove_dir_all(dir);
+    }
     ExitCode::SUCCESS
 }
 

@@ -32,6 +32,7 @@ pub static FILES: &[(&str, &str)] = embed!(
     "search_files",
     "glob_search",
     "grep_files",
+    "execute_command",
 );
 
 /// One tool's definition as served by `tools/list`, and its compiled validator.
@@ -87,6 +88,10 @@ impl ToolDef {
             Ok(v) => v,
             Err(detail) => return Err(ToolError::Panicked { detail: detail.clone() }),
         };
+        // The common case first: `is_valid` builds no error values.
+        if validator.is_valid(args) {
+            return Ok(());
+        }
         let Some(error) = validator.iter_errors(args).next() else {
             return Ok(());
         };

@@ -9,20 +9,26 @@ use crate::error::ToolError;
 use crate::policy::Policy;
 use crate::protocol::jsonrpc::RpcError;
 use crate::schema;
-use crate::tools::{self, Content, Ctx, Output};
+use crate::tools::{self, Cancel, Content, Ctx, Output, Settings};
 
 /// Runs one `tools/call` to completion on the calling (blocking) thread.
-pub fn call_tool(policy: &Policy, params: Value) -> Result<Value, RpcError> {
+pub fn call_tool(
+    policy: &Policy,
+    settings: &Settings,
+    cancel: &Cancel,
+    params: Value,
+) -> Result<Value, RpcError> {
     let (name, args) = envelope(params)?;
-    let def = schema::find(&name).ok_or_else(|| {
+    let def = schema::find(&name).filter(|_| settings.serves(&name)).ok_or_else(|| {
         rpc_error(&ToolError::invalid_params(
             "name",
             format!("names no tool of this server: {name:?}; see tools/list"),
         ))
     })?;
     def.validate(&args).map_err(|e| rpc_error(&e))?;
-    let args = integral_floats_as_integers(args);
-    let ctx = Ctx { policy };
+    let mut args = args;
+    integral_floats_as_integers(&mut args);
+    let ctx = Ctx { policy, settings, cancel };
     let outcome = catch_unwind(AssertUnwindSafe(|| tools::call(&name, &ctx, args)));
     let output = match outcome {
         Ok(result) => result.map_err(|e| rpc_error(&e))?,
@@ -60,25 +66,20 @@ fn envelope(params: Value) -> Result<(String, Value), RpcError> {
 }
 
 /// JSON Schema counts `1.0` as an integer, serde's `usize` does not: after validation, a
-/// whole-number float is the integer it spells.
-fn integral_floats_as_integers(value: Value) -> Value {
+/// whole-number float is the integer it spells. In place: most arguments have no float at all.
+fn integral_floats_as_integers(value: &mut Value) {
     match value {
-        Value::Number(n) if n.is_f64() => match n.as_f64() {
-            Some(f) if f.fract() == 0.0 && (0.0..=u64::MAX as f64).contains(&f) => {
-                Value::from(f as u64)
+        Value::Number(n) if n.is_f64() => {
+            let Some(f) = n.as_f64().filter(|f| f.fract() == 0.0) else { return };
+            if (0.0..=u64::MAX as f64).contains(&f) {
+                *value = Value::from(f as u64);
+            } else if (i64::MIN as f64..0.0).contains(&f) {
+                *value = Value::from(f as i64);
             }
-            Some(f) if f.fract() == 0.0 && (i64::MIN as f64..0.0).contains(&f) => {
-                Value::from(f as i64)
-            }
-            _ => Value::Number(n),
-        },
-        Value::Array(items) => {
-            Value::Array(items.into_iter().map(integral_floats_as_integers).collect())
         }
-        Value::Object(map) => Value::Object(
-            map.into_iter().map(|(k, v)| (k, integral_floats_as_integers(v))).collect(),
-        ),
-        other => other,
+        Value::Array(items) => items.iter_mut().for_each(integral_floats_as_integers),
+        Value::Object(map) => map.values_mut().for_each(integral_floats_as_integers),
+        _ => {}
     }
 }
 

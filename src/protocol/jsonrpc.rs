@@ -5,7 +5,6 @@ use serde_json::{json, Map, Value};
 pub const PARSE_ERROR: i32 = -32700;
 pub const INVALID_REQUEST: i32 = -32600;
 pub const METHOD_NOT_FOUND: i32 = -32601;
-pub use crate::error::INTERNAL;
 
 /// An error object for a response.
 #[derive(Debug, Clone, PartialEq)]

@@ -44,6 +44,19 @@ pub struct GrepArgs {
     max_results: usize,
     #[serde(default)]
     respect_gitignore: bool,
+    #[serde(default)]
+    output_mode: OutputMode,
+}
+
+/// What grep_files prints: matching lines (the contract's format), only the files, or a
+/// count per file (go-code's Grep modes).
+#[derive(Deserialize, Default, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum OutputMode {
+    #[default]
+    Content,
+    FilesWithMatches,
+    Count,
 }
 
 fn default_max_results() -> usize {
@@ -76,8 +89,12 @@ pub fn grep_files(ctx: &Ctx, args: GrepArgs) -> Result<Output, ToolError> {
     };
     let (scopes, skipped) = scopes(ctx, &args)?;
     let files = candidates(&scopes, &options)?;
-    let found = search(&regex, &scopes, &files, args.max_results, args.context_lines);
-    let mut text = render(found, args.max_results, args.context_lines > 0, skipped);
+    let mode = args.output_mode;
+    let found = search(&regex, &scopes, &files, args.max_results, args.context_lines, mode);
+    let mut text = match mode {
+        OutputMode::Content => render(found, args.max_results, args.context_lines > 0, skipped),
+        _ => render_per_file(found, mode, args.max_results, skipped),
+    };
     let gave_up = regex.gave_up.load(Ordering::Relaxed);
     if gave_up > 0 {
         text.push_str(&format!(
@@ -163,6 +180,9 @@ fn candidates(scopes: &[Scope], options: &WalkOptions) -> Result<Vec<Candidate>,
 
 /// One file's matching lines, rendered, and how many matching lines it holds.
 struct FileHits {
+    /// The file as the output shows it.
+    path: String,
+    /// Rendered lines (content mode only).
     text: String,
     n: usize,
     /// Bytes of the path prefix on every rendered line (before the `:N:` / `-N-`).
@@ -179,13 +199,16 @@ struct Found {
 /// Searches `files` on up to two threads (the machines this serves have two cores; more
 /// threads only contend for the page cache). Workers take files in order and stop taking
 /// once the completed files hold `cap` matching lines, so the files done form a prefix.
+/// `cap` counts matching lines in content mode and files in the other modes.
 fn search(
     regex: &Matchers,
     scopes: &[Scope],
     files: &[Candidate],
     cap: usize,
     context: usize,
+    mode: OutputMode,
 ) -> Found {
+    let weight = |hits: &FileHits| if mode == OutputMode::Content { hits.n } else { 1 };
     let next = AtomicUsize::new(0);
     let total = AtomicUsize::new(0);
     let results: Mutex<Vec<(usize, FileHits)>> = Mutex::new(Vec::new());
@@ -201,13 +224,13 @@ fn search(
                     let idx = next.fetch_add(1, Ordering::Relaxed);
                     let Some(file) = files.get(idx) else { return };
                     let scope = &scopes[file.scope];
-                    let found = search_file(regex, scope, &file.rel, &mut buf, context);
+                    let found = search_file(regex, scope, &file.rel, &mut buf, context, mode);
                     // One huge file must not pin its buffer for the rest of the search.
                     if buf.capacity() > KEPT_BUFFER {
                         buf = Vec::new();
                     }
                     if let Some(hits) = found {
-                        total.fetch_add(hits.n, Ordering::Relaxed);
+                        total.fetch_add(weight(&hits), Ordering::Relaxed);
                         results.lock().unwrap_or_else(|e| e.into_inner()).push((idx, hits));
                     }
                 }
@@ -220,11 +243,11 @@ fn search(
     let mut shown = 0;
     let mut truncated = false;
     for (_, mut hits) in results {
-        if shown + hits.n > cap {
+        if shown + weight(&hits) > cap {
             hits = cut(hits, cap - shown);
             truncated = true;
         }
-        shown += hits.n;
+        shown += weight(&hits);
         if hits.n > 0 {
             files.push(hits);
         }
@@ -279,6 +302,7 @@ fn search_file(
     rel: &Path,
     buf: &mut Vec<u8>,
     context: usize,
+    mode: OutputMode,
 ) -> Option<FileHits> {
     buf.clear();
     let mut handle = File::open(scope.root.join(rel)).ok()?;
@@ -295,7 +319,12 @@ fn search_file(
     if lines.is_empty() {
         return None;
     }
-    Some(render_file(&scope.shown.join(rel), buf, &lines, context))
+    let shown = scope.shown.join(rel);
+    if mode != OutputMode::Content {
+        let path = shown.to_string_lossy().into_owned();
+        return Some(FileHits { path, text: String::new(), n: lines.len(), path_len: 0, context });
+    }
+    Some(render_file(&shown, buf, &lines, context))
 }
 
 fn read_full(file: &mut File, buf: &mut [u8]) -> std::io::Result<usize> {
@@ -411,7 +440,7 @@ fn render_file(shown: &Path, bytes: &[u8], lines: &[usize], context: usize) -> F
         }
         printed_until = Some(to.max(printed_until.unwrap_or(0)));
     }
-    FileHits { text: out, n: lines.len(), path_len: path.len(), context }
+    FileHits { path: path.to_string(), text: out, n: lines.len(), path_len: path.len(), context }
 }
 
 fn push_line(out: &mut String, path: &str, sep: char, n: usize, line: &str) {
@@ -450,6 +479,37 @@ fn render(found: Found, cap: usize, with_context: bool, skipped: usize) -> Strin
         out = NO_MATCHES.to_string();
     } else {
         out.push_str(&format!("[{n} matches]"));
+    }
+    if skipped > 0 {
+        out.push_str(&format!("\n[{skipped} path(s) skipped: outside the allowed directories]"));
+    }
+    out
+}
+
+/// files_with_matches: one path per line; count: `path:N` per file. `[N files]` or
+/// `[N matches in M files]` closes the list.
+fn render_per_file(found: Found, mode: OutputMode, cap: usize, skipped: usize) -> String {
+    let mut out = String::new();
+    if found.truncated {
+        out.push_str(&format!(
+            "[results truncated: showing the first {cap} files; narrow the regex, directory or globs, or raise maxResults (max 10000)]\n"
+        ));
+    }
+    let n_files = found.files.len();
+    let n_matches: usize = found.files.iter().map(|f| f.n).sum();
+    for file in &found.files {
+        out.push_str(&file.path);
+        if mode == OutputMode::Count {
+            out.push_str(&format!(":{}", file.n));
+        }
+        out.push('\n');
+    }
+    if n_files == 0 {
+        out = NO_MATCHES.to_string();
+    } else if mode == OutputMode::Count {
+        out.push_str(&format!("[{n_matches} matches in {n_files} files]"));
+    } else {
+        out.push_str(&format!("[{n_files} files]"));
     }
     if skipped > 0 {
         out.push_str(&format!("\n[{skipped} path(s) skipped: outside the allowed directories]"));

@@ -36,8 +36,12 @@ pub fn get_file_info(ctx: &Ctx, args: InfoArgs) -> Result<Output, ToolError> {
 
 pub fn list_allowed_directories(ctx: &Ctx) -> Output {
     let roots = ctx.policy.roots();
+    let note = ctx.settings.sandbox_note.as_deref();
     if roots.is_empty() {
-        return Output::text("(no allowed directories)");
+        return Output::text(match note {
+            Some(note) => format!("(no allowed directories)\n{note}"),
+            None => "(no allowed directories)".to_string(),
+        });
     }
     let lines: Vec<String> = roots
         .iter()
@@ -49,7 +53,12 @@ pub fn list_allowed_directories(ctx: &Ctx) -> Output {
             format!("{} ({access})", r.path.display())
         })
         .collect();
-    Output::text(lines.join("\n"))
+    let mut text = lines.join("\n");
+    if let Some(note) = note {
+        text.push('\n');
+        text.push_str(note);
+    }
+    Output::text(text)
 }
 
 /// Seconds since the Unix epoch as `YYYY-MM-DDTHH:MM:SSZ` (proleptic Gregorian, UTC).

@@ -7,6 +7,7 @@
 mod delete;
 mod directory;
 pub mod edit;
+mod exec;
 mod find;
 mod grep;
 mod info;
@@ -38,11 +39,48 @@ pub const NAMES: &[&str] = &[
     "search_files",
     "glob_search",
     "grep_files",
+    "execute_command",
 ];
 
 /// What a tool call can see of the server.
 pub struct Ctx<'a> {
     pub policy: &'a Policy,
+    pub settings: &'a Settings,
+    pub cancel: &'a Cancel,
+}
+
+/// The server's configuration as the tools need it, fixed at start-up.
+#[derive(Debug, Default)]
+pub struct Settings {
+    /// execute_command refuses commands whose simple-command names are listed (`--deny-command`).
+    pub deny_commands: Vec<String>,
+    /// TMPDIR for child processes: a private directory the sandbox lets them write.
+    pub child_tmpdir: Option<std::path::PathBuf>,
+    /// Said in list_allowed_directories when the kernel sandbox is not in force.
+    pub sandbox_note: Option<String>,
+    /// Tools left out of tools/list and refused (`--no-exec`).
+    pub disabled_tools: Vec<String>,
+}
+
+impl Settings {
+    /// Whether this server offers the tool.
+    pub fn serves(&self, name: &str) -> bool {
+        !self.disabled_tools.iter().any(|d| d == name)
+    }
+}
+
+/// Set when the client cancels the call (`notifications/cancelled`); long tools look at it.
+#[derive(Debug, Default)]
+pub struct Cancel(std::sync::atomic::AtomicBool);
+
+impl Cancel {
+    pub fn cancel(&self) {
+        self.0.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    pub fn is_cancelled(&self) -> bool {
+        self.0.load(std::sync::atomic::Ordering::Relaxed)
+    }
 }
 
 /// One MCP content item. Binary data is already base64.
@@ -94,6 +132,7 @@ pub fn call(name: &str, ctx: &Ctx, args: Value) -> Result<Output, ToolError> {
         "search_files" => find::search_files(ctx, parse(args)?),
         "glob_search" => find::glob_search(ctx, parse(args)?),
         "grep_files" => grep::grep_files(ctx, parse(args)?),
+        "execute_command" => exec::execute_command(ctx, parse(args)?),
         _ => Err(ToolError::invalid_params(
             "name",
             format!("names no tool of this server: {name:?}"),
@@ -115,13 +154,15 @@ mod tests {
     #[test]
     fn every_name_has_an_arm() {
         let policy = Policy::default();
+        let settings = Settings::default();
+        let cancel = Cancel::default();
         for name in NAMES {
-            let ctx = Ctx { policy: &policy };
+            let ctx = Ctx { policy: &policy, settings: &settings, cancel: &cancel };
             if let Err(e) = call(name, &ctx, serde_json::json!({})) {
                 assert!(!e.to_string().contains("names no tool"), "{name}: {e}");
             }
         }
-        let ctx = Ctx { policy: &policy };
+        let ctx = Ctx { policy: &policy, settings: &settings, cancel: &cancel };
         let err = call("no_such_tool", &ctx, serde_json::json!({})).unwrap_err();
         assert!(err.to_string().contains("names no tool"));
     }

@@ -1,0 +1,285 @@
+//! execute_command: `/bin/sh -c` in its own process group, with a deadline, capped output, and
+//! cancellation. The only place replay starts a process.
+//!
+//! The child's stdin is `/dev/null`: it must never read the server's protocol stream. Both
+//! output pipes are drained at once by their own threads, so a chatty child never blocks on a
+//! full pipe, and each keeps at most `STREAM_CAP` bytes, so memory stays bounded. When the
+//! shell exits, whatever it left running in its process group (`sleep 1000 &`) is killed too:
+//! those processes hold the pipes open, and a command's effects should end with the command.
+
+use std::io::Read;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::process::{Child, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{killpg, Signal};
+use nix::unistd::Pid;
+use serde::Deserialize;
+
+use crate::error::ToolError;
+use crate::policy::{Access, ResolvedPath};
+use crate::tools::{Content, Ctx, Output};
+
+/// Bytes kept of each stream; the rest is read and counted, not kept.
+pub const STREAM_CAP: usize = 512 * 1024;
+/// Between SIGTERM and SIGKILL at the deadline.
+const GRACE: Duration = Duration::from_secs(3);
+/// How often the waiting loop looks at the child, the deadline and cancellation.
+const POLL: Duration = Duration::from_millis(5);
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ExecArgs {
+    command: String,
+    working_directory: Option<String>,
+    #[serde(default = "default_timeout")]
+    timeout: u64,
+}
+
+fn default_timeout() -> u64 {
+    30
+}
+
+/// How the command ended.
+enum Ending {
+    Exited(ExitStatus),
+    TimedOut(ExitStatus),
+    Cancelled,
+}
+
+pub fn execute_command(ctx: &Ctx, args: ExecArgs) -> Result<Output, ToolError> {
+    if let Some(name) = denied_name(&args.command, &ctx.settings.deny_commands) {
+        return Err(ToolError::CommandDenied { name });
+    }
+    let cwd = working_directory(ctx, args.working_directory.as_deref())?;
+    let mut child = spawn(ctx, &args.command, &cwd)?;
+    let pgid = Pid::from_raw(child.id() as i32);
+    let stdout = child.stdout.take();
+    let stderr = child.stderr.take();
+    let deadline = Instant::now() + Duration::from_secs(args.timeout);
+    let (ending, out, err) = std::thread::scope(|s| {
+        let out = s.spawn(move || drain(stdout));
+        let err = s.spawn(move || drain(stderr));
+        let ending = wait(&mut child, pgid, deadline, ctx);
+        // The shell is gone; so must be what it started, or the pipes never close.
+        let _ = killpg(pgid, Signal::SIGKILL);
+        (ending, out.join().unwrap_or_default(), err.join().unwrap_or_default())
+    });
+    let (status, timed_out) = match ending {
+        Ending::Exited(status) => (status, false),
+        Ending::TimedOut(status) => (status, true),
+        Ending::Cancelled => return Ok(Output::text("(cancelled)")),
+    };
+    Ok(render(out, err, status, timed_out.then_some(args.timeout)))
+}
+
+/// `workingDirectory`, which read access suffices for; by default the first read-write root,
+/// else the first root.
+fn working_directory(ctx: &Ctx, raw: Option<&str>) -> Result<ResolvedPath, ToolError> {
+    let raw = match raw {
+        Some(raw) => raw.to_string(),
+        None => {
+            let roots = ctx.policy.roots();
+            let root = roots.iter().find(|r| r.access == Access::Write).or(roots.first());
+            match root {
+                Some(root) => root.path.display().to_string(),
+                None => "/".to_string(),
+            }
+        }
+    };
+    let dir = ctx.policy.resolve_read(&raw)?;
+    let meta = std::fs::metadata(&dir.real)
+        .map_err(|e| ToolError::io("use working directory", &dir.shown, e))?;
+    if !meta.is_dir() {
+        return Err(ToolError::NotADirectory { path: dir.shown });
+    }
+    Ok(dir)
+}
+
+#[expect(clippy::disallowed_methods, reason = "exec is where replay starts processes")]
+fn spawn(ctx: &Ctx, command: &str, cwd: &ResolvedPath) -> Result<Child, ToolError> {
+    let mut cmd = std::process::Command::new("/bin/sh");
+    cmd.arg("-c")
+        .arg(command)
+        .current_dir(&cwd.real)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        // Its own process group, so that a deadline or a cancellation reaches every process
+        // the command started, not just the shell.
+        .process_group(0);
+    if let Some(tmp) = &ctx.settings.child_tmpdir {
+        cmd.env("TMPDIR", tmp);
+    }
+    cmd.spawn().map_err(|e| ToolError::io("start /bin/sh", &cwd.shown, e))
+}
+
+fn wait(child: &mut Child, pgid: Pid, deadline: Instant, ctx: &Ctx) -> Ending {
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) => return Ending::Exited(status),
+            Ok(None) => {}
+            Err(_) => return Ending::Exited(ExitStatus::from_raw(255 << 8)),
+        }
+        if ctx.cancel.is_cancelled() {
+            let _ = killpg(pgid, Signal::SIGKILL);
+            let _ = child.wait();
+            return Ending::Cancelled;
+        }
+        if Instant::now() >= deadline {
+            return Ending::TimedOut(stop(child, pgid));
+        }
+        std::thread::sleep(POLL);
+    }
+}
+
+/// SIGTERM to the group, SIGKILL after the grace period if the shell is still there.
+fn stop(child: &mut Child, pgid: Pid) -> ExitStatus {
+    let _ = killpg(pgid, Signal::SIGTERM);
+    let until = Instant::now() + GRACE;
+    while Instant::now() < until {
+        if let Ok(Some(status)) = child.try_wait() {
+            return status;
+        }
+        std::thread::sleep(POLL);
+    }
+    let _ = killpg(pgid, Signal::SIGKILL);
+    // A raw wait status of N means "killed by signal N".
+    child.wait().unwrap_or(ExitStatus::from_raw(Signal::SIGKILL as i32))
+}
+
+/// What one stream produced: the first `STREAM_CAP` bytes, and how many there were in all.
+#[derive(Default)]
+struct Captured {
+    kept: Vec<u8>,
+    total: usize,
+}
+
+fn drain(stream: Option<impl Read>) -> Captured {
+    let mut captured = Captured::default();
+    let Some(mut stream) = stream else { return captured };
+    let mut buf = [0u8; 64 * 1024];
+    loop {
+        match stream.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => {
+                let room = STREAM_CAP.saturating_sub(captured.kept.len());
+                captured.kept.extend_from_slice(&buf[..n.min(room)]);
+                captured.total += n;
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => break,
+        }
+    }
+    captured
+}
+
+fn render(out: Captured, err: Captured, status: ExitStatus, timed_out: Option<u64>) -> Output {
+    let code = status.code().unwrap_or_else(|| 128 + status.signal().unwrap_or(0));
+    let mut text = if out.total == 0 {
+        "(no output)".to_string()
+    } else {
+        String::from_utf8_lossy(&out.kept).into_owned()
+    };
+    if !text.ends_with('\n') {
+        text.push('\n');
+    }
+    if out.total > out.kept.len() {
+        text.push_str(&truncation_note("stdout", &out));
+    }
+    if let Some(seconds) = timed_out {
+        text.push_str(&format!(
+            "[timed out after {seconds} s: the command's process group got SIGTERM, then SIGKILL after {} s; output above is what it wrote until then]\n",
+            GRACE.as_secs()
+        ));
+    }
+    text.push_str(&format!("[exit code: {code}]"));
+    let mut content = vec![Content::Text(text)];
+    if err.total > 0 {
+        let mut text = format!("[stderr]\n{}", String::from_utf8_lossy(&err.kept));
+        if err.total > err.kept.len() {
+            if !text.ends_with('\n') {
+                text.push('\n');
+            }
+            text.push_str(truncation_note("stderr", &err).trim_end());
+        }
+        content.push(Content::Text(text));
+    }
+    Output { content, is_error: code != 0 || timed_out.is_some() }
+}
+
+fn truncation_note(stream: &str, captured: &Captured) -> String {
+    format!(
+        "[{stream} truncated: showing the first {} KB of {} bytes]\n",
+        STREAM_CAP / 1024,
+        captured.total
+    )
+}
+
+/// The first `--deny-command` name that a simple command in `command` starts with. A plain
+/// reading of the shell syntax, enough to stop an agent's habits: `sh -c`, `eval` or a variable
+/// holding the name get around it, which is why it is a convenience and not a boundary.
+fn denied_name(command: &str, denied: &[String]) -> Option<String> {
+    if denied.is_empty() {
+        return None;
+    }
+    command_names(command).into_iter().find(|name| denied.iter().any(|d| d == name))
+}
+
+/// The names of the simple commands in a shell command line: the first word of each segment
+/// between `;`, `&`, `|`, newlines, parentheses, backquotes and `$(`, after any `VAR=value`
+/// assignments and a few prefix words (`sudo`, `env`, `exec`, ...), as a basename.
+pub fn command_names(command: &str) -> Vec<String> {
+    const PREFIXES: &[&str] = &[
+        "!", "{", "then", "do", "else", "elif", "if", "while", "until", "time", "exec", "command",
+        "builtin", "env", "nohup", "sudo", "nice", "xargs",
+    ];
+    command
+        .replace("$(", "(")
+        .split([';', '&', '|', '\n', '(', ')', '`'])
+        .filter_map(|segment| {
+            segment
+                .split_whitespace()
+                .map(|word| word.trim_matches(|c| c == '"' || c == '\''))
+                .find(|word| {
+                    !word.is_empty()
+                        && !PREFIXES.contains(word)
+                        && !word.starts_with('-')
+                        && !is_assignment(word)
+                })
+                .map(|word| word.rsplit('/').next().unwrap_or(word).to_string())
+        })
+        .collect()
+}
+
+fn is_assignment(word: &str) -> bool {
+    match word.split_once('=') {
+        Some((name, _)) => {
+            !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        }
+        None => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[track_caller]
+    fn check(command: &str, expect: &[&str]) {
+        assert_eq!(command_names(command), expect, "{command}");
+    }
+
+    #[test]
+    fn simple_command_names() {
+        check("ls -la", &["ls"]);
+        check("FOO=1 BAR=2 /usr/bin/rm -rf x", &["rm"]);
+        check("cd a && rm b; echo c | grep d", &["cd", "rm", "echo", "grep"]);
+        check("sudo rm -rf /", &["rm"]);
+        check("echo $(curl x) `wget y`", &["echo", "curl", "wget"]);
+        check("if true; then git push; fi", &["true", "git", "fi"]);
+        check("(cd x; make) &", &["cd", "make"]);
+        check("'rm' x", &["rm"]);
+        check("echo $HOME/bin", &["echo"]);
+    }
+}
