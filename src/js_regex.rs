@@ -13,6 +13,12 @@
 //! in an explicit form whose meaning does not depend on regex-crate defaults. All JS syntax errors
 //! are reported by the translator itself; fancy-regex only rejects what it cannot run.
 //!
+//! The legacy syntax of Annex B, which node accepts without the `u` flag, is translated the way
+//! V8 reads it: `\N` beyond the number of groups is an octal escape (`\12` is `\n`) or, for 8
+//! and 9, the digit; unknown escapes (`\a`, `\-`) are the character itself; a `{` or `]` that
+//! starts no quantifier or class is literal; `\c` without a control letter is a backslash;
+//! lookaheads may be quantified.
+//!
 //! Patterns without `^`, `$`, `\b`, `\B`, lookarounds or backreferences translate to plain regex
 //! crate syntax, which fancy-regex hands whole to the regex crate's linear-time engines; the
 //! lookarounds that JS line anchors and ASCII word boundaries need make the rest run on
@@ -21,11 +27,13 @@
 //! Known divergences from node, all deliberate (the differential test keeps a row for each):
 //! - Characters outside the BMP are one character here but two UTF-16 code units in JS: `.` or
 //!   `[^a]` matches a whole emoji where JS matches half of it, an empty match never splits one,
-//!   and a surrogate-pair escape inside a class (`[\uD83D\uDE00]`) is one character. Lone
-//!   surrogates cannot occur in a Rust string, so `\uD800` alone never matches.
+//!   a surrogate-pair escape inside a class (`[\uD83D\uDE00]`) is one character, and `😀?`
+//!   means the whole character where JS makes only its low surrogate optional. Lone surrogates
+//!   cannot occur in a Rust string, so `\uD800` alone never matches.
 //! - Case-insensitive matching uses Unicode simple case folding, not JS's non-unicode
 //!   `Canonicalize` (which upper-cases and never maps non-ASCII to ASCII): with `i`, `k` also
-//!   matches U+212A KELVIN SIGN, `s` matches U+017F LONG S, `ß` matches U+1E9E, `å` U+212B.
+//!   matches U+212A KELVIN SIGN, `s` U+017F LONG S, `ß` U+1E9E, `å` U+212B, `ω` U+2126; `\w`
+//!   and `\b` pick up the first two as well.
 //! - Backreferences compare case-sensitively even with `i` (fancy-regex limitation).
 //! - Lookbehind needs a fixed length per top-level alternative (`(?<=a|bc)` works, `(?<=a+)` is
 //!   an error), and may not contain backreferences.
@@ -38,15 +46,21 @@
 //!   Names that the regex crate cannot spell (such as `$x`) become unnamed groups there; use
 //!   [`JsRegex::group_index`] to look names up.
 //! - Inline modifiers `(?i:…)` are an error, as in node 20 (newer engines accept them).
+//! - Huge repetition counts (`a{1000000}`) exceed the regex crate's size limit and are errors;
+//!   a minimum above `u32::MAX` is rejected by the translator.
 
 use std::fmt::{self, Write as _};
 
 use fancy_regex::{Regex, RegexBuilder};
 
-/// Bound on fancy-regex's backtracking steps for one search. Patterns like `(a+)+$` are
-/// exponential on a backtracking engine; a search that hits the limit returns an error instead of
-/// hanging the server. One million is fancy-regex's default, set explicitly so it cannot drift.
-pub const BACKTRACK_LIMIT: usize = 1_000_000;
+/// Bound on fancy-regex's backtracking steps for one search, so that a pathological pattern such
+/// as `(a+)+$` (which runs on the VM, because `$` becomes a lookahead) returns an error instead of
+/// hanging the server. fancy-regex also counts a step for every start position its unanchored
+/// scan gives up on, so the bound caps the input size as well: patterns with `^`, `$` or `\b`
+/// take one or two steps per byte, backreferences about ten. fancy-regex's default of one million
+/// made `^fn` fail on a 6 MB file; fifty million allows tens of megabytes and bounds a hopeless
+/// search to about two seconds.
+pub const BACKTRACK_LIMIT: usize = 50_000_000;
 
 /// Deepest group nesting accepted. Keeps the recursive translator's stack bounded; fancy-regex
 /// has a lower limit of its own, so real patterns never get near this.
@@ -101,7 +115,9 @@ impl JsRegex {
         Ok(JsRegex { regex, group_count: translation.group_count, names: translation.names })
     }
 
-    /// The compiled regex. Group numbers are the JS ones.
+    /// The compiled regex. Group numbers are the JS ones. A search can fail with
+    /// `BacktrackLimitExceeded`; note that fancy-regex's `find_iter` and `captures_iter` then yield
+    /// that error again forever (they do not advance), so stop at the first `Err`.
     pub fn regex(&self) -> &Regex {
         &self.regex
     }
@@ -551,9 +567,9 @@ impl<'p> Translator<'p> {
             self.plain_group("(?!", open)?;
             Atom::ZeroWidth
         } else if self.eat_str("?<=") {
-            self.lookbehind("(?<=", "|", open)?
+            self.lookbehind("(?<=", open)?
         } else if self.eat_str("?<!") {
-            self.lookbehind("(?<!", "", open)?
+            self.lookbehind("(?<!", open)?
         } else if self.eat_str("?<") {
             let name = self.group_name(open)?;
             self.capture_group(Some(name), open)?
@@ -592,30 +608,11 @@ impl<'p> Translator<'p> {
         Ok(atom)
     }
 
-    /// fancy-regex needs lookbehinds of fixed length, but JS idioms like `(?<=^|,)` mix lengths
-    /// across alternatives. Give each alternative its own lookbehind: `(?<=A|B)` becomes
-    /// `(?:(?<=A)|(?<=B))` and `(?<!A|B)` becomes `(?:(?<!A)(?<!B))`.
-    fn lookbehind(&mut self, prefix: &str, separator: &str, open: usize) -> Parsed<Atom> {
+    /// fancy-regex needs a fixed length per top-level alternative of a lookbehind (it splits
+    /// `(?<=^|,)` into one lookbehind per alternative itself), and cannot run backreferences there.
+    fn lookbehind(&mut self, prefix: &str, open: usize) -> Parsed<Atom> {
         self.lookbehind_depth += 1;
-        let start = self.out.len();
-        self.out.push_str(prefix);
-        self.alternative()?;
-        self.out.push(')');
-        let mut split = false;
-        while self.eat('|') {
-            split = true;
-            self.out.push_str(separator);
-            self.out.push_str(prefix);
-            self.alternative()?;
-            self.out.push(')');
-        }
-        if split {
-            self.out.insert_str(start, "(?:");
-            self.out.push(')');
-        }
-        if !self.eat(')') {
-            return self.error_at(open, "unterminated group");
-        }
+        self.plain_group(prefix, open)?;
         self.lookbehind_depth -= 1;
         Ok(Atom::LookBehind)
     }
@@ -791,19 +788,15 @@ impl<'p> Translator<'p> {
     /// stays below 256.
     fn legacy_octal(&mut self, first: char) -> u32 {
         let mut value = first.to_digit(8).unwrap_or(0);
-        let next_digit = |this: &mut Self| {
-            let digit = this.peek().and_then(|c| c.to_digit(8));
-            if digit.is_some() {
-                this.pos += 1;
-            }
-            digit
-        };
-        if let Some(digit) = next_digit(self) {
-            value = value * 8 + digit;
-            if value < 32 {
-                if let Some(digit) = next_digit(self) {
+        // One digit is always below 8, two are below 64: a third digit is taken only while the
+        // result stays below 256, that is while the value so far is below 32.
+        for bound in [8, 32] {
+            match self.peek().and_then(|c| c.to_digit(8)) {
+                Some(digit) if value < bound => {
+                    self.pos += 1;
                     value = value * 8 + digit;
                 }
+                _ => break,
             }
         }
         value
@@ -889,7 +882,7 @@ impl<'p> Translator<'p> {
         }
         match c {
             'b' => Ok(ClassItem::Char(0x08)),
-            // With named groups, `\k` is no longer an identity escape, and means nothing in a class.
+            // With named groups `\k` is no identity escape, and it means nothing in a class.
             'k' if self.scan.has_names() => self.error_at(at, "invalid escape"),
             // No backreferences in classes: `\1` is octal, `\8` is `8`.
             _ => Ok(ClassItem::Char(self.character_escape(c, true))),

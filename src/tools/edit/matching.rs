@@ -328,9 +328,14 @@ impl<'a> LiteralFinder<'a> {
 
     fn find_iter<'t>(&'t self, text: &'t str) -> Box<dyn Iterator<Item = Range<usize>> + 't> {
         match self {
-            LiteralFinder::Exact(needle) => {
-                Box::new(text.match_indices(*needle).map(|(start, hit)| start..start + hit.len()))
-            }
+            // memchr's SIMD search: 1,000 edits of a 10 MB file each scan all of it (the
+            // uniqueness guard counts every occurrence), so the scan speed is the edit speed.
+            // Non-overlapping, like `str::match_indices`; a match of a `str` needle in a
+            // `str` starts and ends on char boundaries.
+            LiteralFinder::Exact(needle) => Box::new(
+                memchr::memmem::find_iter(text.as_bytes(), needle.as_bytes())
+                    .map(|start| start..start + needle.len()),
+            ),
             // An escaped literal never needs the backtracking VM, so matching
             // cannot fail; `map_while` just avoids unwrapping the `Result`.
             LiteralFinder::IgnoreCase(regex) => {
