@@ -117,7 +117,7 @@ impl Drop for Batch {
 
 /// Depth-first order with siblings by name: byte order where `/` sorts before every other
 /// byte, which is the same as comparing component by component, only cheaper.
-fn path_order(a: &Path, b: &Path) -> Ordering {
+pub fn path_order(a: &Path, b: &Path) -> Ordering {
     use std::os::unix::ffi::OsStrExt;
     let key = |byte: u8| if byte == b'/' { 0 } else { u16::from(byte) + 1 };
     let (a, b) = (a.as_os_str().as_bytes(), b.as_os_str().as_bytes());

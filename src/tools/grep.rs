@@ -175,6 +175,13 @@ fn candidates(scopes: &[Scope], options: &WalkOptions) -> Result<Vec<Candidate>,
             files.push(Candidate { scope: idx, rel: entry.rel });
         }
     }
+    // Each walk is sorted; several scopes (absolute globs) are merged into one order.
+    if scopes.len() > 1 {
+        let mut keyed: Vec<(PathBuf, Candidate)> =
+            files.into_iter().map(|f| (scopes[f.scope].shown.join(&f.rel), f)).collect();
+        keyed.sort_by(|a, b| walk::path_order(&a.0, &b.0));
+        return Ok(keyed.into_iter().map(|(_, f)| f).collect());
+    }
     Ok(files)
 }
 
@@ -218,7 +225,9 @@ fn search(
             s.spawn(|| {
                 let mut buf = Vec::new();
                 loop {
-                    if total.load(Ordering::Relaxed) >= cap {
+                    // Past the cap, not at it: only one more match tells whether the results
+                    // are truncated.
+                    if total.load(Ordering::Relaxed) > cap {
                         return;
                     }
                     let idx = next.fetch_add(1, Ordering::Relaxed);
@@ -351,6 +360,28 @@ struct Matchers {
 /// 0-based numbers of the lines a match touches, ascending. A match spanning lines marks each
 /// of them; the empty match after a final newline is not a line.
 fn matching_lines(regex: &Matchers, bytes: &[u8]) -> Vec<usize> {
+    // CRLF lines are matched as if they ended in `\n` (ripgrep's --crlf): JS's multiline
+    // `^`/`$` also meet between a `\r` and its `\n`, so `^\s*$` would start there and mark
+    // the line before a blank one. Line numbers are unchanged, and the fast engine applies.
+    if memchr::memmem::find(bytes, b"\r\n").is_some() {
+        let lf = crlf_to_lf(bytes);
+        return matching_lines_of(regex, &lf);
+    }
+    matching_lines_of(regex, bytes)
+}
+
+fn crlf_to_lf(bytes: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut last = 0;
+    for at in memchr::memmem::find_iter(bytes, b"\r\n") {
+        out.extend_from_slice(&bytes[last..at]);
+        last = at + 1;
+    }
+    out.extend_from_slice(&bytes[last..]);
+    out
+}
+
+fn matching_lines_of(regex: &Matchers, bytes: &[u8]) -> Vec<usize> {
     let mut spans: Vec<(usize, usize)> = Vec::new();
     match &regex.fast {
         // Same expectations as the exact engine, far cheaper: see `FastRegex`.
@@ -413,8 +444,10 @@ fn render_file(shown: &Path, bytes: &[u8], lines: &[usize], context: usize) -> F
         starts.pop();
     }
     let last_line = starts.len() - 1;
+    // The last line ends before the final newline, if there is one.
+    let text_end = if bytes.ends_with(b"\n") { bytes.len() - 1 } else { bytes.len() };
     let line_text = |n: usize| {
-        let end = starts.get(n + 1).map_or(bytes.len(), |&next| next - 1);
+        let end = starts.get(n + 1).map_or(text_end, |&next| next - 1);
         String::from_utf8_lossy(&bytes[starts[n]..end.max(starts[n])])
     };
     let path = shown.to_string_lossy();

@@ -7,4 +7,5 @@ mod harness;
 mod policy;
 mod protocol;
 mod read;
+mod search;
 mod write;
