@@ -37,6 +37,15 @@ pub struct Session {
     last_write: Mutex<Option<oneshot::Receiver<()>>>,
 }
 
+/// A `tools/call` as read: registered for cancellation, holding its write turn if it changes
+/// files.
+struct Call {
+    id: Value,
+    params: Value,
+    cancel: Arc<Cancel>,
+    turn: Option<WriteTurn>,
+}
+
 /// A file-changing call's place in line: wait for `previous`, run, then drop `_done` to let
 /// the next writer go.
 struct WriteTurn {
@@ -107,25 +116,22 @@ impl Session {
         match jsonrpc::classify(value) {
             Ok(Message::Request { id, method, params }) if method == "tools/call" => {
                 let outbox = outbox.clone();
-                match self.write_turn(&params) {
+                let session = Arc::clone(self);
+                let call = self.prepare(id, params);
+                if call.turn.is_none() {
                     // Nothing to wait for: straight onto the blocking pool, one hop instead of
                     // an async task that hops there (measurable at thousands of calls a second).
-                    None => {
-                        let session = Arc::clone(self);
-                        in_flight.spawn_blocking(move || {
-                            if let Some(reply) = session.run_tool(id, params) {
-                                outbox.send(&reply);
-                            }
-                        });
-                    }
-                    Some(turn) => {
-                        let session = Arc::clone(self);
-                        in_flight.spawn(async move {
-                            if let Some(reply) = session.call_tool(id, params, Some(turn)).await {
-                                outbox.send(&reply);
-                            }
-                        });
-                    }
+                    in_flight.spawn_blocking(move || {
+                        if let Some(reply) = session.run_tool(call) {
+                            outbox.send(&reply);
+                        }
+                    });
+                } else {
+                    in_flight.spawn(async move {
+                        if let Some(reply) = session.call_tool(call).await {
+                            outbox.send(&reply);
+                        }
+                    });
                 }
             }
             Ok(message) => {
@@ -153,20 +159,18 @@ impl Session {
         let mut parts = JoinSet::new();
         for (idx, value) in batch.into_iter().enumerate() {
             let session = Arc::clone(self);
-            let message = jsonrpc::classify(value);
-            let turn = match &message {
-                Ok(Message::Request { method, params, .. }) if method == "tools/call" => {
-                    self.write_turn(params)
+            // Prepared here, in order: write turns and cancellation must follow arrival.
+            let job = match jsonrpc::classify(value) {
+                Ok(Message::Request { id, method, params }) if method == "tools/call" => {
+                    Ok(self.prepare(id, params))
                 }
-                _ => None,
+                other => Err(other),
             };
             parts.spawn(async move {
-                let reply = match message {
-                    Ok(Message::Request { id, method, params }) if method == "tools/call" => {
-                        session.call_tool(id, params, turn).await
-                    }
-                    Ok(message) => session.handle(message),
-                    Err((id, error)) => Some(jsonrpc::failure(id, &error)),
+                let reply = match job {
+                    Ok(call) => session.call_tool(call).await,
+                    Err(Ok(message)) => session.handle(message),
+                    Err(Err((id, error))) => Some(jsonrpc::failure(id, &error)),
                 };
                 (idx, reply)
             });
@@ -200,39 +204,48 @@ impl Session {
         Some(WriteTurn { previous, _done: done })
     }
 
+    /// Registers a tool call as it is read: its cancellation flag (so that a cancel sent right
+    /// behind the request finds it) and its write turn.
+    fn prepare(&self, id: Value, params: Value) -> Call {
+        let cancel = Arc::new(Cancel::default());
+        let mut calls = self.calls.lock().unwrap_or_else(|e| e.into_inner());
+        calls.insert(id.to_string(), Arc::clone(&cancel));
+        drop(calls);
+        let turn = self.write_turn(&params);
+        Call { id, params, cancel, turn }
+    }
+
     /// Runs a tool call once its write turn (if any) has come. `None` when the client
     /// cancelled it: a cancelled request gets no response.
-    async fn call_tool(
-        self: Arc<Self>,
-        id: Value,
-        params: Value,
-        mut turn: Option<WriteTurn>,
-    ) -> Option<Value> {
-        if let Some(WriteTurn { previous: Some(previous), .. }) = &mut turn {
+    async fn call_tool(self: Arc<Self>, mut call: Call) -> Option<Value> {
+        if let Some(WriteTurn { previous: Some(previous), .. }) = &mut call.turn {
             // An error only means the previous writer is gone (finished or panicked): go on.
             let _ = previous.await;
         }
-        let outcome = tokio::task::spawn_blocking(move || self.run_tool(id, params)).await;
+        let outcome = tokio::task::spawn_blocking(move || self.run_tool(call)).await;
         // The tool's own panics are caught in dispatch; a join error is the runtime shutting
         // down, and there is no one left to answer.
         outcome.unwrap_or_default()
     }
 
-    /// Runs a tool call on this (blocking) thread, registered for cancellation meanwhile.
-    fn run_tool(&self, id: Value, params: Value) -> Option<Value> {
-        let key = id.to_string();
-        let cancel = Arc::new(Cancel::default());
-        self.calls
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(key.clone(), Arc::clone(&cancel));
-        let result = dispatch::call_tool(&self.policy, &self.settings, &cancel, params);
-        self.calls.lock().unwrap_or_else(|e| e.into_inner()).remove(&key);
-        if cancel.is_cancelled() {
-            tracing::debug!(%id, "cancelled; no response");
-            return None;
+    /// Runs a tool call on this (blocking) thread, unless it was cancelled already.
+    fn run_tool(&self, call: Call) -> Option<Value> {
+        let Call { id, params, cancel, turn } = call;
+        let result = if cancel.is_cancelled() {
+            None
+        } else {
+            Some(dispatch::call_tool(&self.policy, &self.settings, &cancel, params))
+        };
+        // The next writer may go as soon as this one is done, before the reply is written.
+        drop(turn);
+        self.calls.lock().unwrap_or_else(|e| e.into_inner()).remove(&id.to_string());
+        match result {
+            Some(result) if !cancel.is_cancelled() => Some(reply(id, result)),
+            _ => {
+                tracing::debug!(%id, "cancelled; no response");
+                None
+            }
         }
-        Some(reply(id, result))
     }
 
     /// `notifications/cancelled`: flags the call; unknown or finished ids are ignored.

@@ -2,6 +2,7 @@
 
 mod cli;
 mod edit;
+mod exec;
 mod fs_ops;
 mod harness;
 mod policy;
