@@ -21,27 +21,6 @@ use serde_json::Value;
 use crate::error::ToolError;
 use crate::policy::Policy;
 
-/// The tools `call` knows, in `tools/list` order: tests hold it equal to `schema::FILES`.
-#[cfg(test)]
-pub const NAMES: &[&str] = &[
-    "read_file",
-    "read_multiple_files",
-    "write_file",
-    "create_directory",
-    "list_directory",
-    "directory_tree",
-    "move_file",
-    "delete_file",
-    "get_file_info",
-    "list_allowed_directories",
-    "edit_file",
-    "edit_files",
-    "search_files",
-    "glob_search",
-    "grep_files",
-    "execute_command",
-];
-
 /// What a tool call can see of the server.
 pub struct Ctx<'a> {
     pub policy: &'a Policy,
@@ -149,14 +128,15 @@ fn parse<T: DeserializeOwned>(args: Value) -> Result<T, ToolError> {
 mod tests {
     use super::*;
 
-    /// Every name in `NAMES` reaches a tool: called with no arguments it fails on its arguments
-    /// (or succeeds), never with "names no tool".
+    /// Every tool with a schema reaches a function: called with no arguments it fails on its
+    /// arguments (or succeeds), never with "names no tool". Together with the schema tests,
+    /// this holds schemas/, `schema::FILES` and this module's `match` equal.
     #[test]
     fn every_name_has_an_arm() {
         let policy = Policy::default();
         let settings = Settings::default();
         let cancel = Cancel::default();
-        for name in NAMES {
+        for (name, _) in crate::schema::FILES {
             let ctx = Ctx { policy: &policy, settings: &settings, cancel: &cancel };
             if let Err(e) = call(name, &ctx, serde_json::json!({})) {
                 assert!(!e.to_string().contains("names no tool"), "{name}: {e}");
