@@ -49,8 +49,7 @@ node ts_client.mjs "$BIN" || failed=$((failed + 1))
 
 ms=$(( ($(date +%s%N) - start_ns) / 1000000 ))
 elapsed=$(printf "%d.%03d" $((ms / 1000)) $((ms % 1000)))
-if [ "$failed" -ne 0 ]; then
-  echo "interop: $failed client(s) FAILED (${elapsed}s)"
-  exit 1
-fi
-echo "interop: all clients passed (${elapsed}s)"
+echo "interop: clients ran in ${elapsed}s"
+# The plain closing line CI reads: N passed, N failed.
+echo "interop: $((3 - failed)) passed, $failed failed"
+[ "$failed" -eq 0 ] || exit 1
