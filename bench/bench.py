@@ -10,10 +10,12 @@ The corpus and the peers are made by ../shared/bench/make-corpus.sh and ../share
 this script sets up nothing itself. The Markdown table goes to stdout, progress to stderr, and
 everything (with machine info) to bench/results/latest.json. See bench/README.md.
 
-Python 3 standard library only.
+Python 3 standard library only, plus bench/mcpclient.c (compiled on the fly with `cc`) for the
+sequential/pipelined small-read and spawn rows.
 """
 
 import argparse
+import atexit
 import datetime
 import json
 import math
@@ -339,16 +341,81 @@ class Impls:
     def _exe(path):
         return path if os.path.isfile(path) and os.access(path, os.X_OK) else None
 
+    def replay_argv(self, allow=None):
+        return [self.replay, "--mcp-server", "--allow", allow or f"{self.corpus}:ro"]
+
+    @staticmethod
+    def peer_argv(exe, dirs=None):
+        return [exe] + list(dirs or [])
+
     def start_replay(self, allow=None):
-        allow = allow or f"{self.corpus}:ro"
-        c = McpClient([self.replay, "--mcp-server", "--allow", allow], "replay")
+        c = McpClient(self.replay_argv(allow), "replay")
         c.initialize()
         return c
 
     def start_peer(self, name, exe, dirs=None):
-        c = McpClient([exe] + (dirs or [self.corpus]), name)
+        c = McpClient(self.peer_argv(exe, dirs or [self.corpus]), name)
         c.initialize()
         return c
+
+
+# --------------------------------------------------------------------------------------------
+# C client for the latency rows (bench/mcpclient.c)
+#
+# Python's own per-call cost (JSON encode/decode, pipe reads, ~0.3 ms) is larger than a small
+# read_file round trip on a fast server, so the sequential and pipelined small reads and the
+# spawn row are timed by a small C client, compiled on the fly. The Python client still checks
+# the content first. Without a C compiler the Python client times them, and a note says so.
+
+_MCPCLIENT = {}
+
+
+def mcpclient():
+    """Path of the compiled bench/mcpclient.c, or None (with the reason in _MCPCLIENT["why"])."""
+    if "path" in _MCPCLIENT:
+        return _MCPCLIENT["path"]
+    _MCPCLIENT["path"] = None
+    cc = shutil.which("cc")
+    src = os.path.join(HERE, "mcpclient.c")
+    if not cc:
+        _MCPCLIENT["why"] = "cc not found"
+    elif not os.path.isfile(src):
+        _MCPCLIENT["why"] = f"{src} missing"
+    else:
+        tmp = tempfile.mkdtemp(prefix="replay-bench-mcpclient-")
+        atexit.register(shutil.rmtree, tmp, True)
+        exe = os.path.join(tmp, "mcpclient")
+        argv = [cc, "-O2", "-o", exe, src]
+        p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        if p.returncode == 0:
+            _MCPCLIENT["path"] = exe
+            _MCPCLIENT["cmd"] = " ".join(argv)
+            log(f"compiled the C client: {' '.join(argv)}")
+        else:
+            _MCPCLIENT["why"] = f"`cc -O2 mcpclient.c` failed: {p.stdout.strip()[:300]}"
+    if _MCPCLIENT["path"] is None:
+        log(f"C client unavailable ({_MCPCLIENT['why']}): the Python client times the latency rows")
+    return _MCPCLIENT["path"]
+
+
+def run_mcpclient(mode, n, tool, path, server_argv, warmup=0, batches=None, name="server"):
+    """Run mcpclient; returns its samples in seconds (one per spawn, call or batch)."""
+    argv = [mcpclient(), "-w", str(warmup)]
+    if batches:
+        argv += ["-b", str(batches)]
+    argv += [mode, str(n), tool, path, "--"] + list(server_argv)
+    p = subprocess.run(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    if p.returncode != 0:
+        raise McpError(f"{name}: mcpclient {mode}: {p.stderr.strip()[:300] or f'exit {p.returncode}'}")
+    return [float(x) / 1e6 for x in p.stdout.split()]
+
+
+def client_note():
+    """The note under the latency rows saying which client timed them."""
+    if mcpclient():
+        return ("timed by the C client bench/mcpclient.c (Python's per-call overhead would dominate); "
+                "content checked first through the Python client")
+    return f"timed by the Python client ({_MCPCLIENT.get('why')}): includes its per-call overhead"
 
 
 def read_tool(client):
@@ -740,8 +807,29 @@ class Bench:
                         f"read_file small.txt, {calls:,} pipelined calls (throughput)",
                         unit="calls/s", lower_is_better=False)
         oks = {}
+        cclient = mcpclient()
 
-        def one(c, tool):
+        def one_c(c, tool, server_argv):
+            """Check the content through the Python client, then time with the C client."""
+            impl = c.name
+            _, text = c.call(tool, {"path": path})
+            c.close()
+            ok = oks[impl] = text == expect
+            res = "content OK" if ok else f"content differs ({len(text)} vs {len(expect)} chars)"
+            times = run_mcpclient("seq", calls, tool, path, server_argv, warmup=calls, name=impl)
+            gs.add(impl, ms(times), result=res, peer=impl != "replay")
+            bt = run_mcpclient("pipe", calls, tool, path, server_argv, warmup=1, batches=batches,
+                               name=impl)
+            med, slow = median(bt), p95(bt)
+            gp.add(impl, median_v=calls / med, p95_v=calls / slow, samples=None,
+                   result=f"{batches} batches; {calls / med * 1:.0f} calls/s",
+                   peer=impl != "replay", ratio_basis=med)
+            gp.rows[-1]["samples"] = [calls / b for b in bt]
+            gp.rows[-1]["n"] = batches
+
+        def one(c, tool, server_argv):
+            if cclient:
+                return one_c(c, tool, server_argv)
             impl = c.name
 
             def run():
@@ -769,7 +857,7 @@ class Bench:
 
         with im.start_replay() as c:
             try:
-                one(c, "read_file")
+                one(c, "read_file", im.replay_argv())
             except McpError as e:
                 gs.na("replay", f"error: {e}")
                 gp.na("replay", f"error: {e}")
@@ -780,7 +868,7 @@ class Bench:
                 continue
             try:
                 with im.start_peer(name, exe) as c:
-                    one(c, read_tool(c))
+                    one(c, read_tool(c), im.peer_argv(exe, [im.corpus]))
             except McpError as e:
                 gs.na(name, f"error: {e}")
                 gp.na(name, f"error: {e}")
@@ -788,6 +876,8 @@ class Bench:
             ok = oks["replay"]
             gs.set_check(ok, "replay's text equals the file" if ok else "replay's text differs from the file")
             gp.set_check(ok, "")
+        gs.notes.append(client_note())
+        gp.notes.append(client_note())
         gp.notes.append("throughput rows: median column = calls/s of the median batch, p95 column = "
                         "calls/s of the slow (p95) batch; the ratio compares batch times")
         summarize(gs)
@@ -869,6 +959,8 @@ class Bench:
         g = self.group("spawn", "spawn → initialize answered")
 
         def spawn_times(argv, name):
+            if mcpclient():  # the first spawn is the warm-up
+                return run_mcpclient("spawn", n, "-", "-", argv, warmup=1, name=name)
             times = []
             for i in range(n + 1):  # the first spawn is the warm-up
                 c = McpClient(argv, name)
@@ -881,7 +973,7 @@ class Bench:
             return times
 
         try:
-            t = spawn_times([im.replay, "--mcp-server", "--allow", f"{im.corpus}:ro"], "replay")
+            t = spawn_times(im.replay_argv(), "replay")
             g.add("replay", ms(t), result="initialize OK", peer=False)
             g.set_check(True, "every initialize got a result")
         except McpError as e:
@@ -892,10 +984,12 @@ class Bench:
                 g.na(name, "n/a (not installed)")
                 continue
             try:
-                t = spawn_times([exe, im.corpus], name)
+                t = spawn_times(im.peer_argv(exe, [im.corpus]), name)
                 g.add(name, ms(t), result="initialize OK")
             except McpError as e:
                 g.na(name, f"error: {e}")
+        g.notes.append("timed by the C client bench/mcpclient.c, from just before fork() to the newline "
+                       "of the initialize reply" if mcpclient() else client_note())
         summarize(g)
 
     # 9. peak RSS ---------------------------------------------------------------------------
@@ -1155,6 +1249,9 @@ def main():
         log(f"[{name}] done in {now() - t:.1f} s")
     info["total_seconds"] = round(now() - t0, 1)
     info["quick"] = args.quick
+    if _MCPCLIENT:
+        info["latency_client"] = (f"C: {_MCPCLIENT['cmd']}" if _MCPCLIENT.get("path")
+                                  else f"Python ({_MCPCLIENT.get('why')})")
 
     table = markdown(bench.groups, info)
     print(table)

@@ -47,6 +47,28 @@ pub struct WalkOptions {
 /// Every entry below `root`, sorted depth-first with siblings by name. Unreadable
 /// directories are skipped, since one bad folder should not fail a search of a whole tree.
 pub fn entries(root: &Path, options: &WalkOptions) -> Vec<Entry> {
+    let collected: Arc<Mutex<Vec<Vec<Entry>>>> = Arc::default();
+    visit(root, options, || {
+        let mut batch = Batch { entries: Vec::new(), sink: Arc::clone(&collected) };
+        move |entry| batch.entries.push(entry)
+    });
+    let batches = std::mem::take(&mut *collected.lock().unwrap_or_else(|e| e.into_inner()));
+    // Batch by batch, each freed once copied: a big tree's entries are never held twice.
+    let mut all: Vec<Entry> = Vec::with_capacity(batches.iter().map(Vec::len).sum());
+    for batch in batches {
+        all.extend(batch);
+    }
+    all.sort_unstable_by(|a, b| path_order(&a.rel, &b.rel));
+    all
+}
+
+/// Calls a visitor for every entry below `root`, on all cores, in no particular order: one
+/// visitor per walker thread, made by `make`, so each can keep its own buffers.
+pub fn visit<'s, M, V>(root: &'s Path, options: &WalkOptions, mut make: M)
+where
+    M: FnMut() -> V,
+    V: FnMut(Entry) + Send + 's,
+{
     let mut builder = ignore::WalkBuilder::new(root);
     builder
         .standard_filters(false)
@@ -69,10 +91,8 @@ pub fn entries(root: &Path, options: &WalkOptions) -> Vec<Entry> {
             _ => true,
         }
     });
-    let collected: Arc<Mutex<Vec<Vec<Entry>>>> = Arc::default();
     builder.build_parallel().run(|| {
-        let mut local = Batch { entries: Vec::new(), sink: Arc::clone(&collected) };
-        let root = root.to_path_buf();
+        let mut visitor = make();
         Box::new(move |result| {
             let Ok(entry) = result else { return WalkState::Continue };
             if entry.depth() == 0 {
@@ -86,20 +106,12 @@ pub fn entries(root: &Path, options: &WalkOptions) -> Vec<Entry> {
             } else {
                 EntryKind::File
             };
-            if let Ok(rel) = entry.path().strip_prefix(&root) {
-                local.entries.push(Entry { rel: rel.to_path_buf(), kind, depth: entry.depth() });
+            if let Ok(rel) = entry.path().strip_prefix(root) {
+                visitor(Entry { rel: rel.to_path_buf(), kind, depth: entry.depth() });
             }
             WalkState::Continue
         })
     });
-    let batches = std::mem::take(&mut *collected.lock().unwrap_or_else(|e| e.into_inner()));
-    // Batch by batch, each freed once copied: a big tree's entries are never held twice.
-    let mut all: Vec<Entry> = Vec::with_capacity(batches.iter().map(Vec::len).sum());
-    for batch in batches {
-        all.extend(batch);
-    }
-    all.sort_unstable_by(|a, b| path_order(&a.rel, &b.rel));
-    all
 }
 
 /// A walker thread's entries; handed over when the thread's visitor is dropped.

@@ -4,7 +4,7 @@
 //! small pool of threads that take files in order, so results come out in a stable order and a
 //! `maxResults` cut is exactly the first N matching lines of that order.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -88,9 +88,8 @@ pub fn grep_files(ctx: &Ctx, args: GrepArgs) -> Result<Output, ToolError> {
         ..WalkOptions::default()
     };
     let (scopes, skipped) = scopes(ctx, &args)?;
-    let files = candidates(&scopes, &options)?;
     let mode = args.output_mode;
-    let found = search(&regex, &scopes, &files, args.max_results, args.context_lines, mode);
+    let found = search(&regex, &scopes, &options, args.max_results, args.context_lines, mode)?;
     let mut text = match mode {
         OutputMode::Content => render(found, args.max_results, args.context_lines > 0, skipped),
         _ => render_per_file(found, mode, args.max_results, skipped),
@@ -142,49 +141,6 @@ fn scopes(ctx: &Ctx, args: &GrepArgs) -> Result<(Vec<Scope>, usize), ToolError> 
     Ok((scopes, skipped))
 }
 
-/// A file to search: its scope and its path below the scope's root. Kept small: a search of a
-/// big tree holds one per file.
-struct Candidate {
-    scope: usize,
-    rel: PathBuf,
-}
-
-/// Regular files in every scope, in walk order, each once. Symlinks are not followed (as
-/// ripgrep's default), so nothing outside the allowed set is ever opened.
-fn candidates(scopes: &[Scope], options: &WalkOptions) -> Result<Vec<Candidate>, ToolError> {
-    let mut seen: HashSet<PathBuf> = HashSet::new();
-    let mut files = Vec::new();
-    for (idx, scope) in scopes.iter().enumerate() {
-        let set = if scope.globs.is_empty() {
-            None
-        } else {
-            Some(walk::glob_set("globs", &scope.globs)?)
-        };
-        // The scope root passed the policy; entries below it are reached without following
-        // links, so they are inside too.
-        for entry in walk::entries(&scope.root, options) {
-            if entry.kind != EntryKind::File
-                || set.as_ref().is_some_and(|s| !s.is_match(&entry.rel))
-            {
-                continue;
-            }
-            // Scopes can overlap only when there are several of them.
-            if scopes.len() > 1 && !seen.insert(scope.root.join(&entry.rel)) {
-                continue;
-            }
-            files.push(Candidate { scope: idx, rel: entry.rel });
-        }
-    }
-    // Each walk is sorted; several scopes (absolute globs) are merged into one order.
-    if scopes.len() > 1 {
-        let mut keyed: Vec<(PathBuf, Candidate)> =
-            files.into_iter().map(|f| (scopes[f.scope].shown.join(&f.rel), f)).collect();
-        keyed.sort_by(|a, b| walk::path_order(&a.0, &b.0));
-        return Ok(keyed.into_iter().map(|(_, f)| f).collect());
-    }
-    Ok(files)
-}
-
 /// One file's matching lines, rendered, and how many matching lines it holds.
 struct FileHits {
     /// The file as the output shows it.
@@ -203,69 +159,139 @@ struct Found {
     truncated: bool,
 }
 
-/// Searches `files` on up to two threads (the machines this serves have two cores; more
-/// threads only contend for the page cache). Workers take files in order and stop taking
-/// once the completed files hold `cap` matching lines, so the files done form a prefix.
-/// `cap` counts matching lines in content mode and files in the other modes.
+/// Walks every scope and searches each candidate file as the walker finds it, on all cores,
+/// so reading overlaps walking (as ripgrep does). Hits are kept in path order, bounded: once
+/// the kept files hold more than `cap` (matching lines in content mode, files otherwise), the
+/// files sorting last are dropped, and a file sorting after all kept ones is not even read.
+/// Symlinks are never followed, so nothing outside the allowed set is opened.
 fn search(
     regex: &Matchers,
     scopes: &[Scope],
-    files: &[Candidate],
+    options: &WalkOptions,
     cap: usize,
     context: usize,
     mode: OutputMode,
-) -> Found {
-    let weight = |hits: &FileHits| if mode == OutputMode::Content { hits.n } else { 1 };
-    let next = AtomicUsize::new(0);
-    let total = AtomicUsize::new(0);
-    let results: Mutex<Vec<(usize, FileHits)>> = Mutex::new(Vec::new());
-    let workers = std::thread::available_parallelism().map_or(2, |n| n.get()).clamp(1, 4);
-    std::thread::scope(|s| {
-        for _ in 0..workers {
-            s.spawn(|| {
-                let mut buf = Vec::new();
-                loop {
-                    // Past the cap, not at it: only one more match tells whether the results
-                    // are truncated.
-                    if total.load(Ordering::Relaxed) > cap {
-                        return;
-                    }
-                    let idx = next.fetch_add(1, Ordering::Relaxed);
-                    let Some(file) = files.get(idx) else { return };
-                    let scope = &scopes[file.scope];
-                    let found = search_file(regex, scope, &file.rel, &mut buf, context, mode);
-                    // One huge file must not pin its buffer for the rest of the search.
-                    if buf.capacity() > KEPT_BUFFER {
-                        buf = Vec::new();
-                    }
-                    if let Some(hits) = found {
-                        total.fetch_add(weight(&hits), Ordering::Relaxed);
-                        results.lock().unwrap_or_else(|e| e.into_inner()).push((idx, hits));
-                    }
+) -> Result<Found, ToolError> {
+    let kept = Mutex::new(Kept { cap, mode, files: BTreeMap::new(), total: 0, truncated: false });
+    // Scopes can overlap only when there are several of them.
+    let seen: Mutex<HashSet<PathBuf>> = Mutex::new(HashSet::new());
+    for scope in scopes {
+        let set = if scope.globs.is_empty() {
+            None
+        } else {
+            Some(walk::glob_set("globs", &scope.globs)?)
+        };
+        walk::visit(&scope.root, options, || {
+            let mut buf = Vec::new();
+            let (kept, seen, set) = (&kept, &seen, &set);
+            move |entry: walk::Entry| {
+                if entry.kind != EntryKind::File
+                    || set.as_ref().is_some_and(|s| !s.is_match(&entry.rel))
+                {
+                    return;
                 }
-            });
-        }
-    });
-    let mut results = results.into_inner().unwrap_or_else(|e| e.into_inner());
-    results.sort_by_key(|(idx, _)| *idx);
+                let key = ByPath(scope.shown.join(&entry.rel));
+                if lock(kept).skips(&key) {
+                    return;
+                }
+                if scopes.len() > 1
+                    && !seen.lock().unwrap_or_else(|e| e.into_inner()).insert(key.0.clone())
+                {
+                    return;
+                }
+                let found = search_file(regex, scope, &entry.rel, &mut buf, context, mode);
+                // One huge file must not pin its buffer for the rest of the search.
+                if buf.capacity() > KEPT_BUFFER {
+                    buf = Vec::new();
+                }
+                if let Some(hits) = found {
+                    lock(kept).add(key, hits);
+                }
+            }
+        });
+    }
+    let mut kept = kept.into_inner().unwrap_or_else(|e| e.into_inner());
+    let mut truncated = kept.truncated;
     let mut files = Vec::new();
     let mut shown = 0;
-    let mut truncated = false;
-    for (_, mut hits) in results {
-        if shown + weight(&hits) > cap {
+    for (_, mut hits) in std::mem::take(&mut kept.files) {
+        if shown + kept.weight(&hits) > cap {
             hits = cut(hits, cap - shown);
             truncated = true;
         }
-        shown += weight(&hits);
+        shown += kept.weight(&hits);
         if hits.n > 0 {
             files.push(hits);
         }
         if shown >= cap {
-            truncated |= total.load(Ordering::Relaxed) > cap;
             break;
         }
     }
-    Found { files, truncated }
+    Ok(Found { files, truncated })
+}
+
+fn lock(kept: &Mutex<Kept>) -> std::sync::MutexGuard<'_, Kept> {
+    kept.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A path ordered depth-first with siblings by name, like every listing replay returns.
+#[derive(PartialEq, Eq)]
+struct ByPath(PathBuf);
+
+impl Ord for ByPath {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        walk::path_order(&self.0, &other.0)
+    }
+}
+
+impl PartialOrd for ByPath {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+/// The files with hits that can still be among the first `cap` results.
+struct Kept {
+    cap: usize,
+    mode: OutputMode,
+    files: BTreeMap<ByPath, FileHits>,
+    /// The weight of `files`.
+    total: usize,
+    /// More than `cap` were found in all: the output is cut.
+    truncated: bool,
+}
+
+impl Kept {
+    fn weight(&self, hits: &FileHits) -> usize {
+        if self.mode == OutputMode::Content {
+            hits.n
+        } else {
+            1
+        }
+    }
+
+    fn add(&mut self, key: ByPath, hits: FileHits) {
+        self.total += self.weight(&hits);
+        self.files.insert(key, hits);
+        if self.total > self.cap {
+            self.truncated = true;
+        }
+        // Drop the last file while the others still hold more than `cap`: it can no longer
+        // be among the first `cap`, and one past the cap is enough to know the output is cut.
+        while let Some((_, last)) = self.files.last_key_value() {
+            let weight = self.weight(last);
+            if self.total - weight <= self.cap {
+                break;
+            }
+            self.total -= weight;
+            self.files.pop_last();
+        }
+    }
+
+    /// A file sorting after every kept one, once they hold more than `cap`, cannot show.
+    fn skips(&self, key: &ByPath) -> bool {
+        self.total > self.cap && self.files.last_key_value().is_some_and(|(last, _)| key > last)
+    }
 }
 
 /// Keeps the first `keep` matching lines of a file's rendered hits, with the context before
