@@ -13,6 +13,8 @@ mod policy;
 mod protocol;
 mod sandbox;
 mod schema;
+#[cfg(test)]
+mod tidy;
 mod tools;
 mod walk;
 
