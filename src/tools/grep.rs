@@ -1,8 +1,8 @@
 //! grep_files: an ECMAScript regex over file contents, with grep-style output.
 //!
-//! Candidate files are collected by one walk per base directory (sorted), then searched by a
-//! small pool of threads that take files in order, so results come out in a stable order and a
-//! `maxResults` cut is exactly the first N matching lines of that order.
+//! The walk and the search run together (`search`): each walker thread searches the files it
+//! finds. Hits are kept in path order, bounded by `maxResults`, so results come out in a stable
+//! order, and a cut is exactly the first N matching lines of that order.
 
 use std::collections::{BTreeMap, HashSet};
 use std::fs::File;
@@ -154,7 +154,7 @@ struct FileHits {
 }
 
 struct Found {
-    /// Per file, in candidate order, only files with hits.
+    /// Per file, in path order, only files with hits.
     files: Vec<FileHits>,
     truncated: bool,
 }
