@@ -18,7 +18,7 @@ use serde::Deserialize;
 
 use crate::error::ToolError;
 use crate::policy::{Access, ResolvedPath};
-use crate::tools::{Content, Ctx, Output};
+use crate::tools::{resolve_dir, Content, Ctx, Output};
 
 /// Bytes kept of each stream; the rest is read and counted, not kept.
 pub const STREAM_CAP: usize = 512 * 1024;
@@ -87,13 +87,7 @@ fn working_directory(ctx: &Ctx, raw: Option<&str>) -> Result<ResolvedPath, ToolE
             }
         }
     };
-    let dir = ctx.policy.resolve_read(&raw)?;
-    let meta = std::fs::metadata(&dir.real)
-        .map_err(|e| ToolError::io("use working directory", &dir.shown, e))?;
-    if !meta.is_dir() {
-        return Err(ToolError::NotADirectory { path: dir.shown });
-    }
-    Ok(dir)
+    resolve_dir(ctx, &raw, "use working directory")
 }
 
 #[expect(clippy::disallowed_methods, reason = "exec is where replay starts processes")]

@@ -3,8 +3,7 @@
 use serde::Deserialize;
 
 use crate::error::ToolError;
-use crate::policy::ResolvedPath;
-use crate::tools::{Ctx, Output};
+use crate::tools::{resolve_dir, Ctx, Output};
 use crate::walk::{self, EntryKind, Exclude, WalkOptions};
 
 pub const NO_MATCHES: &str = "(no matches found)";
@@ -53,7 +52,7 @@ pub fn search_files(ctx: &Ctx, args: SearchFilesArgs) -> Result<Output, ToolErro
         .or(args.pattern)
         .ok_or_else(|| ToolError::invalid_params("nameContains", "is required"))?;
     let excludes = args.exclude_globs.or(args.exclude_patterns).unwrap_or_default();
-    let dir = resolve_dir(ctx, &directory)?;
+    let dir = resolve_dir(ctx, &directory, "search")?;
     let options = WalkOptions {
         respect_gitignore: args.respect_gitignore,
         exclude: Exclude::new(&excludes)?,
@@ -84,7 +83,7 @@ fn contains_ascii_case_insensitive(haystack: &[u8], needle: &[u8]) -> bool {
 /// Regular files below `directory` matching any glob (relative to it); not directories, and
 /// not symlinks, which are never followed.
 pub fn glob_search(ctx: &Ctx, args: GlobSearchArgs) -> Result<Output, ToolError> {
-    let dir = resolve_dir(ctx, &args.directory)?;
+    let dir = resolve_dir(ctx, &args.directory, "search")?;
     let globs: Vec<String> =
         args.globs.iter().map(|g| g.trim_start_matches("./").to_string()).collect();
     let set = walk::glob_set("globs", &globs)?;
@@ -116,14 +115,4 @@ pub fn glob_search(ctx: &Ctx, args: GlobSearchArgs) -> Result<Output, ToolError>
         ));
     }
     Ok(Output::text(text))
-}
-
-/// A directory to walk: it must exist and be a directory.
-pub fn resolve_dir(ctx: &Ctx, raw: &str) -> Result<ResolvedPath, ToolError> {
-    let dir = ctx.policy.resolve_read(raw)?;
-    let meta = std::fs::metadata(&dir.real).map_err(|e| ToolError::io("search", &dir.shown, e))?;
-    if !meta.is_dir() {
-        return Err(ToolError::NotADirectory { path: dir.shown });
-    }
-    Ok(dir)
 }

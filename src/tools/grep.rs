@@ -15,9 +15,9 @@ use serde::Deserialize;
 
 use crate::error::ToolError;
 use crate::js_regex::{FastRegex, JsRegex};
-use crate::tools::find::{resolve_dir, NO_MATCHES};
+use crate::tools::find::NO_MATCHES;
 use crate::tools::read::MAX_READ_BYTES;
-use crate::tools::{Ctx, Output};
+use crate::tools::{resolve_dir, Ctx, Output};
 use crate::walk::{self, EntryKind, Exclude, WalkOptions};
 
 /// Files with a NUL byte in their first 4 KB are binary and skipped, as the contract says.
@@ -117,21 +117,21 @@ fn scopes(ctx: &Ctx, args: &GrepArgs) -> Result<(Vec<Scope>, usize), ToolError> 
         .collect();
     match &args.directory {
         Some(dir) => {
-            let dir = resolve_dir(ctx, dir)?;
+            let dir = resolve_dir(ctx, dir, "search")?;
             // With only absolute globs, `directory` adds nothing of its own.
             if args.globs.is_empty() || !relative.is_empty() {
                 scopes.push(Scope { root: dir.real, shown: dir.shown, globs: relative });
             }
         }
         None if !relative.is_empty() => {
-            let dir = resolve_dir(ctx, ".")?;
+            let dir = resolve_dir(ctx, ".", "search")?;
             scopes.push(Scope { root: dir.real, shown: dir.shown, globs: relative });
         }
         None => {}
     }
     for glob in args.globs.iter().filter(|g| g.starts_with('/')) {
         let (base, rest) = walk::split_glob(glob);
-        match resolve_dir(ctx, &base.to_string_lossy()) {
+        match resolve_dir(ctx, &base.to_string_lossy(), "search") {
             Ok(dir) => scopes.push(Scope { root: dir.real, shown: dir.shown, globs: vec![rest] }),
             Err(ToolError::NotAllowed(_)) => skipped += 1,
             Err(ToolError::NotFound { .. }) => {}

@@ -19,7 +19,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::error::ToolError;
-use crate::policy::Policy;
+use crate::policy::{Policy, ResolvedPath};
 
 /// What a tool call can see of the server.
 pub struct Ctx<'a> {
@@ -117,6 +117,17 @@ pub fn call(name: &str, ctx: &Ctx, args: Value) -> Result<Output, ToolError> {
             format!("names no tool of this server: {name:?}"),
         )),
     }
+}
+
+/// A directory to read in (search, walk, run a command in): allowed for reading, existing, and
+/// a directory. `op` names the operation in an I/O error.
+pub fn resolve_dir(ctx: &Ctx, raw: &str, op: &'static str) -> Result<ResolvedPath, ToolError> {
+    let dir = ctx.policy.resolve_read(raw)?;
+    let meta = std::fs::metadata(&dir.real).map_err(|e| ToolError::io(op, &dir.shown, e))?;
+    if !meta.is_dir() {
+        return Err(ToolError::NotADirectory { path: dir.shown });
+    }
+    Ok(dir)
 }
 
 /// Deserializes validated arguments. Failing here means a schema is looser than its struct.
