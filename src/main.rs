@@ -20,6 +20,7 @@ mod walk;
 
 use std::io::Write;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use tracing_subscriber::EnvFilter;
 
@@ -45,10 +46,10 @@ fn main() -> ExitCode {
     if config.roots.is_empty() {
         tracing::warn!("no allowed directories: every path will be refused");
     }
-    let child_tmpdir = sandbox::create_child_tmpdir();
+    let command_tmp = sandbox::CommandTmp::prepare();
     let status = sandbox::apply(
         &config.roots,
-        child_tmpdir.as_deref(),
+        command_tmp.as_ref().map(|t| t.parent()),
         config.home.as_deref(),
         &config.sandbox,
     );
@@ -56,29 +57,20 @@ fn main() -> ExitCode {
         sandbox::Status::Enforced => tracing::info!("Landlock sandbox enforced"),
         other => tracing::warn!("{}", other.note().unwrap_or_default()),
     }
-    let settings = Settings {
+    let settings = Arc::new(Settings {
         deny_commands: config.deny_commands,
-        child_tmpdir: child_tmpdir.clone(),
+        command_tmp,
         sandbox_note: status.note(),
         disabled_tools: if config.no_exec {
             vec!["execute_command".to_string()]
         } else {
             Vec::new()
         },
-    };
+    });
     let policy = Policy::new(config.roots, config.home);
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
-        Ok(rt) => rt,
-        Err(e) => {
-            let _ = writeln!(std::io::stderr(), "replay: cannot start the async runtime: {e}");
-            return ExitCode::FAILURE;
-        }
-    };
-    runtime.block_on(protocol::session::serve(policy, settings));
-    // Tool calls still running past the drain limit must not hold the process open.
-    runtime.shutdown_timeout(std::time::Duration::from_millis(100));
-    if let Some(dir) = child_tmpdir {
-        let _ = std::fs::remove_dir_all(dir);
+    protocol::session::serve(policy, Arc::clone(&settings));
+    if let Some(tmp) = &settings.command_tmp {
+        tmp.remove();
     }
     ExitCode::SUCCESS
 }

@@ -208,3 +208,43 @@ fn messages_name_the_path() {
     assert!(e.to_string().contains("resolves to"), "{e}");
     let _ = Path::new("");
 }
+
+/// The kernel's answer (`open(O_PATH)` + `/proc/self/fd`) and the component walk agree on every
+/// path that exists, followed or not, through links, `..` after a link, and loops.
+#[test]
+fn kernel_resolution_equals_the_walk() {
+    let t = Tree::new();
+    let rows = [
+        "$B/rw/file.txt",
+        "$B/rw/sub/inner.txt",
+        "$B/rw/link_in",
+        "$B/rw/link_in/inner.txt",
+        "$B/rw/link_in/../file.txt",
+        "$B/rw/link_out",
+        "$B/rw/link_out/secret.txt",
+        "$B/rw/link_out/../rw/file.txt",
+        "$B/rw/file_link_out",
+        "$B/rw/sub/../link_in/./inner.txt",
+        "$B/rw/missing/../file.txt",
+        "$B/ro",
+        "/",
+    ];
+    for row in rows {
+        let path = PathBuf::from(t.path(row));
+        for follow_last in [true, false] {
+            let walked = walk_physically(&path, follow_last);
+            match kernel_resolved(&path, follow_last) {
+                Some(kernel) => assert_eq!(Ok(kernel), walked, "{row} follow_last={follow_last}"),
+                // Only a path the kernel cannot open may fall back.
+                None => assert!(
+                    std::fs::symlink_metadata(&path).is_err() || !follow_last || row == "/",
+                    "{row}: the kernel should have answered"
+                ),
+            }
+        }
+    }
+    // A loop is the walk's to report.
+    let looped = PathBuf::from(t.path("$B/rw/loop_a"));
+    assert_eq!(kernel_resolved(&looped, true), None);
+    assert!(walk_physically(&looped, true).is_err());
+}

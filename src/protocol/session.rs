@@ -2,10 +2,11 @@
 //! notifications, batches, and the orderly end at end of input.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::Duration;
 
 use serde_json::{json, Value};
+use tokio::runtime::Runtime;
 use tokio::sync::oneshot;
 use tokio::task::JoinSet;
 
@@ -28,6 +29,7 @@ const DRAIN_LIMIT: Duration = Duration::from_secs(70);
 pub struct Session {
     policy: Arc<Policy>,
     settings: Arc<Settings>,
+    outbox: Outbox,
     /// Cancellation flags of the tool calls in flight, by request id (as JSON text).
     calls: Mutex<HashMap<String, Arc<Cancel>>>,
     /// The `tools/list` result for this configuration, built on first use: parsing the
@@ -36,6 +38,13 @@ pub struct Session {
     version: Mutex<Option<String>>,
     /// Completion of the last file-changing call handed out; see `write_turn`.
     last_write: Mutex<Option<oneshot::Receiver<()>>>,
+    /// Runs the calls that are not answered inline; built on first use, so that a session
+    /// that only says `initialize` never starts its threads.
+    runtime: OnceLock<Runtime>,
+    in_flight: InFlight,
+    /// Replies made on the reading thread, held until it has read all the input there is:
+    /// pipelined requests get their replies in one hand-off to the writer, not one each.
+    held: Mutex<String>,
 }
 
 /// A `tools/call` as read: registered for cancellation, holding its write turn if it changes
@@ -54,40 +63,103 @@ struct WriteTurn {
     _done: oneshot::Sender<()>,
 }
 
+/// Tools answered on the reading thread itself, without a hand-off: read-only, quick, and
+/// never waiting on anything but the local filesystem. A small read costs less than the two
+/// thread wake-ups a hand-off takes, and pipelined reads are answered in arrival order.
+const INLINE_TOOLS: [&str; 3] = ["read_file", "get_file_info", "list_allowed_directories"];
+
 /// Serves stdin until it closes, then answers what is in flight and returns.
-pub async fn serve(policy: Policy, settings: Settings) {
+pub fn serve(policy: Policy, settings: Arc<Settings>) {
     let (outbox, writer) = transport::spawn_writer();
-    let mut lines = transport::spawn_reader();
     let session = Arc::new(Session {
         policy: Arc::new(policy),
-        tools_list: OnceLock::new(),
-        settings: Arc::new(settings),
+        settings,
+        outbox,
         calls: Mutex::new(HashMap::new()),
+        tools_list: OnceLock::new(),
         version: Mutex::new(None),
         last_write: Mutex::new(None),
+        runtime: OnceLock::new(),
+        in_flight: InFlight::default(),
+        held: Mutex::new(String::new()),
     });
-    let mut in_flight = JoinSet::new();
-    while let Some(line) = lines.recv().await {
-        while in_flight.try_join_next().is_some() {}
-        session.accept(line, &outbox, &mut in_flight);
-    }
-    tracing::debug!(in_flight = in_flight.len(), "stdin closed; finishing in-flight requests");
-    let drained =
-        tokio::time::timeout(DRAIN_LIMIT, async { while in_flight.join_next().await.is_some() {} })
-            .await;
-    if drained.is_err() {
+    transport::read_lines(|line| session.accept(line), || session.release_held());
+    let pending = session.in_flight.count();
+    tracing::debug!(in_flight = pending, "stdin closed; finishing in-flight requests");
+    if !session.in_flight.wait_idle(DRAIN_LIMIT) {
         tracing::warn!(
             "in-flight requests still running {DRAIN_LIMIT:?} after stdin closed; exiting"
         );
     }
-    drop(outbox);
+    session.outbox.close();
     let _ = writer.join();
+    if let Some(runtime) = Arc::into_inner(session).and_then(|s| s.runtime.into_inner()) {
+        // Tool calls still running past the drain limit must not hold the process open.
+        runtime.shutdown_timeout(Duration::from_millis(100));
+    }
+}
+
+/// Counts the requests handed to the runtime, so that the end of input can wait for them.
+#[derive(Default)]
+struct InFlight {
+    count: Mutex<usize>,
+    idle: Condvar,
+}
+
+/// Held by a request while it runs; its drop counts it out.
+struct Running(Arc<Session>);
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let in_flight = &self.0.in_flight;
+        let mut count = in_flight.count.lock().unwrap_or_else(|e| e.into_inner());
+        *count -= 1;
+        if *count == 0 {
+            in_flight.idle.notify_all();
+        }
+    }
+}
+
+impl InFlight {
+    fn count(&self) -> usize {
+        *self.count.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Waits until nothing runs; false if `limit` passed first.
+    fn wait_idle(&self, limit: Duration) -> bool {
+        let count = self.count.lock().unwrap_or_else(|e| e.into_inner());
+        let (count, _) = self
+            .idle
+            .wait_timeout_while(count, limit, |count| *count > 0)
+            .unwrap_or_else(|e| e.into_inner());
+        *count == 0
+    }
 }
 
 impl Session {
-    /// Handles one line. Session messages are answered in order, right here, so `initialize`
-    /// takes effect before the next line; tool calls and batches run concurrently.
-    fn accept(self: &Arc<Self>, line: Line, outbox: &Outbox, in_flight: &mut JoinSet<()>) {
+    /// Counts a request in; the guard counts it out when dropped.
+    fn running(self: &Arc<Self>) -> Running {
+        *self.in_flight.count.lock().unwrap_or_else(|e| e.into_inner()) += 1;
+        Running(Arc::clone(self))
+    }
+
+    fn runtime(&self) -> &Runtime {
+        self.runtime.get_or_init(|| {
+            // One worker: the async side only waits for write turns and gathers batches; the
+            // tools themselves run on the blocking pool.
+            tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(1)
+                .thread_name("replay-rt")
+                .enable_time()
+                .build()
+                .expect("building the tokio runtime")
+        })
+    }
+
+    /// Handles one line. Session messages and quick reads are answered in order, right here,
+    /// so `initialize` takes effect before the next line; other tool calls and batches run
+    /// concurrently.
+    fn accept(self: &Arc<Self>, line: Line) {
         let bytes = match line {
             Line::Complete(bytes) => bytes,
             Line::TooLong { len } => {
@@ -95,7 +167,7 @@ impl Session {
                     "parse error: a message of {len} bytes exceeds the limit of {} bytes",
                     transport::MAX_LINE_BYTES
                 );
-                outbox.send(&jsonrpc::failure(Value::Null, &RpcError::new(PARSE_ERROR, message)));
+                self.send(&jsonrpc::failure(Value::Null, &RpcError::new(PARSE_ERROR, message)));
                 return;
             }
         };
@@ -106,58 +178,83 @@ impl Session {
             Ok(v) => v,
             Err(e) => {
                 let error = RpcError::new(PARSE_ERROR, format!("parse error: {e}"));
-                outbox.send(&jsonrpc::failure(Value::Null, &error));
+                self.send(&jsonrpc::failure(Value::Null, &error));
                 return;
             }
         };
         if let Value::Array(batch) = value {
-            self.accept_batch(batch, outbox, in_flight);
+            self.accept_batch(batch);
             return;
         }
         match jsonrpc::classify(value) {
             Ok(Message::Request { id, method, params }) if method == "tools/call" => {
-                let outbox = outbox.clone();
-                let session = Arc::clone(self);
-                let call = self.prepare(id, params);
-                if call.turn.is_none() {
-                    // Nothing to wait for: straight onto the blocking pool, one hop instead of
-                    // an async task that hops there (measurable at thousands of calls a second).
-                    in_flight.spawn_blocking(move || {
-                        if let Some(reply) = session.run_tool(call) {
-                            outbox.send(&reply);
-                        }
-                    });
-                } else {
-                    in_flight.spawn(async move {
-                        if let Some(reply) = session.call_tool(call).await {
-                            outbox.send(&reply);
-                        }
-                    });
-                }
+                self.accept_call(id, params)
             }
             Ok(message) => {
                 if let Some(reply) = self.handle(message) {
-                    outbox.send(&reply);
+                    self.send(&reply);
                 }
             }
-            Err((id, error)) => outbox.send(&jsonrpc::failure(id, &error)),
+            Err((id, error)) => self.send(&jsonrpc::failure(id, &error)),
+        }
+    }
+
+    /// Replies from the reading thread: held until `release_held`.
+    fn send(&self, message: &Value) {
+        // serde_json escapes control characters, so a message is always exactly one line.
+        let line = message.to_string();
+        let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
+        held.push_str(&line);
+        held.push('\n');
+    }
+
+    fn release_held(&self) {
+        let held = std::mem::take(&mut *self.held.lock().unwrap_or_else(|e| e.into_inner()));
+        self.outbox.send_lines(held);
+    }
+
+    /// A single `tools/call`: inline if it is a quick read, else on the runtime.
+    fn accept_call(self: &Arc<Self>, id: Value, params: Value) {
+        let name = params.get("name").and_then(Value::as_str).unwrap_or_default();
+        if INLINE_TOOLS.contains(&name) {
+            let cancel = Cancel::default();
+            let result = dispatch::call_tool(&self.policy, &self.settings, &cancel, params);
+            self.send(&reply(id, result));
+            return;
+        }
+        let call = self.prepare(id, params);
+        let running = self.running();
+        let session = Arc::clone(self);
+        if call.turn.is_none() {
+            // Nothing to wait for: straight onto the blocking pool, one hop instead of an
+            // async task that hops there.
+            self.runtime().spawn_blocking(move || {
+                if let Some(reply) = session.run_tool(call) {
+                    session.outbox.send(&reply);
+                }
+                drop(running);
+            });
+        } else {
+            self.runtime().spawn(async move {
+                if let Some(reply) = session.clone().call_tool(call).await {
+                    session.outbox.send(&reply);
+                }
+                drop(running);
+            });
         }
     }
 
     /// A JSON-RPC batch: every element runs concurrently (writers still take their turns in
     /// order); one array of replies, none if every element was a notification.
-    fn accept_batch(
-        self: &Arc<Self>,
-        batch: Vec<Value>,
-        outbox: &Outbox,
-        in_flight: &mut JoinSet<()>,
-    ) {
+    fn accept_batch(self: &Arc<Self>, batch: Vec<Value>) {
         if batch.is_empty() {
             let error = RpcError::new(jsonrpc::INVALID_REQUEST, "invalid request: empty batch");
-            outbox.send(&jsonrpc::failure(Value::Null, &error));
+            self.send(&jsonrpc::failure(Value::Null, &error));
             return;
         }
         let mut parts = JoinSet::new();
+        let running = self.running();
+        let runtime = self.runtime().handle().clone();
         for (idx, value) in batch.into_iter().enumerate() {
             let session = Arc::clone(self);
             // Prepared here, in order: write turns and cancellation must follow arrival.
@@ -167,17 +264,20 @@ impl Session {
                 }
                 other => Err(other),
             };
-            parts.spawn(async move {
-                let reply = match job {
-                    Ok(call) => session.call_tool(call).await,
-                    Err(Ok(message)) => session.handle(message),
-                    Err(Err((id, error))) => Some(jsonrpc::failure(id, &error)),
-                };
-                (idx, reply)
-            });
+            parts.spawn_on(
+                async move {
+                    let reply = match job {
+                        Ok(call) => session.call_tool(call).await,
+                        Err(Ok(message)) => session.handle(message),
+                        Err(Err((id, error))) => Some(jsonrpc::failure(id, &error)),
+                    };
+                    (idx, reply)
+                },
+                &runtime,
+            );
         }
-        let outbox = outbox.clone();
-        in_flight.spawn(async move {
+        let session = Arc::clone(self);
+        runtime.spawn(async move {
             let mut replies: Vec<(usize, Value)> = Vec::new();
             while let Some(joined) = parts.join_next().await {
                 if let Ok((idx, Some(reply))) = joined {
@@ -186,8 +286,9 @@ impl Session {
             }
             replies.sort_by_key(|(idx, _)| *idx);
             if !replies.is_empty() {
-                outbox.send(&Value::Array(replies.into_iter().map(|(_, r)| r).collect()));
+                session.outbox.send(&Value::Array(replies.into_iter().map(|(_, r)| r).collect()));
             }
+            drop(running);
         });
     }
 

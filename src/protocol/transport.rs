@@ -1,11 +1,20 @@
-//! stdin and stdout: the only code that writes stdout. One thread reads lines, one writes them.
+//! stdin and stdout: the only code that writes stdout. The session's thread reads lines; replies
+//! are written by the thread that made them or, when that could block, by a writer thread.
 //!
-//! Plain threads rather than tokio's stdio: tokio's `Stdin`/`Stdout` hop to the blocking pool on
-//! every read and write, which costs more per message than the small tool calls themselves.
+//! Plain blocking I/O rather than tokio's stdio: tokio's `Stdin`/`Stdout` hop to the blocking
+//! pool on every read and write, which costs more per message than the small tool calls
+//! themselves. Replies queue without bound for the writer thread, so a client that writes many
+//! requests before it reads any reply never deadlocks against a full stdout pipe.
 
+use std::fs::File;
 use std::io::{BufRead, BufReader, Write};
-use std::sync::mpsc;
+use std::mem::ManuallyDrop;
+use std::os::fd::{AsFd, FromRawFd};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
 use std::thread::JoinHandle;
+
+use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 
 /// A line from stdin, without its newline, or the sign that it was cut off at the cap.
 pub enum Line {
@@ -17,22 +26,22 @@ pub enum Line {
 /// runaway client costs this much memory at most.
 pub const MAX_LINE_BYTES: usize = 64 * 1024 * 1024;
 
-/// Reads stdin line by line into a channel; the channel closes at end of input.
-pub fn spawn_reader() -> tokio::sync::mpsc::Receiver<Line> {
-    let (tx, rx) = tokio::sync::mpsc::channel(1024);
-    std::thread::Builder::new()
-        .name("stdin".into())
-        .spawn(move || {
-            let stdin = std::io::stdin();
-            let mut reader = BufReader::with_capacity(1 << 16, stdin.lock());
-            while let Some(line) = read_line(&mut reader) {
-                if tx.blocking_send(line).is_err() {
-                    break;
-                }
-            }
-        })
-        .expect("spawning the stdin thread");
-    rx
+/// Reads stdin line by line on the calling thread, handing each line to `each`, until end of
+/// input (or a read error, which ends input the same way). `idle` runs whenever every line
+/// received so far has been handed over, just before the read that may wait for more.
+pub fn read_lines(mut each: impl FnMut(Line), mut idle: impl FnMut()) {
+    let stdin = std::io::stdin();
+    let mut reader = BufReader::with_capacity(1 << 16, stdin.lock());
+    loop {
+        if reader.buffer().is_empty() {
+            idle();
+        }
+        match read_line(&mut reader) {
+            Some(line) => each(line),
+            None => break,
+        }
+    }
+    idle();
 }
 
 /// Reads up to the next newline, keeping at most `MAX_LINE_BYTES`. `None` at end of input.
@@ -78,50 +87,122 @@ fn memchr_newline(buf: &[u8]) -> Option<usize> {
     buf.iter().position(|&b| b == b'\n')
 }
 
-/// Where responses and notifications go: one whole line each, written by one thread.
+/// Where responses and notifications go: whole lines, written to stdout under one lock.
+///
+/// A short message is written by the thread that made it, when nothing is queued and the pipe
+/// has room (so the write cannot block): one thread wake-up fewer per reply, which on a VM is
+/// most of a small call's cost. Anything else is queued for the writer thread, which may block
+/// on a full pipe without stopping anyone.
 #[derive(Clone)]
-pub struct Outbox(mpsc::Sender<String>);
+pub struct Outbox {
+    queue: mpsc::Sender<Option<String>>,
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    stdout: Mutex<ManuallyDrop<File>>,
+    /// Messages handed to the writer thread and not yet written; a direct write must not
+    /// overtake them.
+    queued: AtomicUsize,
+}
+
+/// The largest write a pipe takes whole and at once when it has any room at all.
+const PIPE_BUF: usize = 4096;
 
 impl Outbox {
     pub fn send(&self, message: &serde_json::Value) {
         // serde_json escapes control characters, so a message is always exactly one line.
-        let _ = self.0.send(message.to_string());
+        let mut line = message.to_string();
+        line.push('\n');
+        self.send_lines(line);
+    }
+
+    /// Sends lines already serialized, each ending in a newline.
+    pub fn send_lines(&self, lines: String) {
+        if lines.is_empty() || self.try_write_now(&lines) {
+            return;
+        }
+        self.shared.queued.fetch_add(1, Ordering::SeqCst);
+        if self.queue.send(Some(lines)).is_err() {
+            self.shared.queued.fetch_sub(1, Ordering::SeqCst);
+        }
+    }
+
+    fn try_write_now(&self, lines: &str) -> bool {
+        if lines.len() > PIPE_BUF || self.shared.queued.load(Ordering::SeqCst) != 0 {
+            return false;
+        }
+        let Ok(mut stdout) = self.shared.stdout.try_lock() else { return false };
+        if self.shared.queued.load(Ordering::SeqCst) != 0 || !writable_now(&stdout) {
+            return false;
+        }
+        // A failed write means the client closed its end; nothing more can be delivered, and
+        // the queue would fail the same way.
+        let _ = stdout.write_all(lines.as_bytes());
+        true
+    }
+
+    /// Tells the writer to write what is queued and stop; later sends are dropped. (Waiting for
+    /// every clone to be dropped could wait forever on a tool call that never returns.)
+    pub fn close(&self) {
+        let _ = self.queue.send(None);
     }
 }
 
-/// Starts the writer thread; it ends when every `Outbox` clone is dropped.
+/// Whether stdout takes a write now without blocking.
+fn writable_now(stdout: &File) -> bool {
+    let mut fds = [PollFd::new(stdout.as_fd(), PollFlags::POLLOUT)];
+    matches!(poll(&mut fds, PollTimeout::ZERO), Ok(1))
+        && fds[0].revents().is_some_and(|r| r.contains(PollFlags::POLLOUT))
+}
+
+/// Starts the writer thread; it ends at `Outbox::close` or when every `Outbox` is dropped.
 pub fn spawn_writer() -> (Outbox, JoinHandle<()>) {
-    let (tx, rx) = mpsc::channel::<String>();
+    let (queue, rx) = mpsc::channel::<Option<String>>();
+    let shared = Arc::new(Shared { stdout: Mutex::new(stdout()), queued: AtomicUsize::new(0) });
+    let writer_shared = Arc::clone(&shared);
     let handle = std::thread::Builder::new()
         .name("stdout".into())
-        .spawn(move || write_lines(rx, stdout()))
+        .spawn(move || write_queued(&rx, &writer_shared))
         .expect("spawning the stdout thread");
-    (Outbox(tx), handle)
+    (Outbox { queue, shared }, handle)
 }
 
-#[expect(clippy::disallowed_methods, reason = "the transport is the only writer of stdout")]
-fn stdout() -> std::io::Stdout {
-    std::io::stdout()
+/// File descriptor 1, never closed by us.
+fn stdout() -> ManuallyDrop<File> {
+    // SAFETY: fd 1 is open for the life of the process (the transport is its only writer), and
+    // ManuallyDrop keeps this `File` from closing it.
+    ManuallyDrop::new(unsafe { File::from_raw_fd(1) })
 }
 
-/// Flushes only when no more lines are queued, so pipelined replies leave in few writes.
-fn write_lines(rx: mpsc::Receiver<String>, stdout: std::io::Stdout) {
-    let mut out = std::io::BufWriter::with_capacity(1 << 16, stdout.lock());
-    while let Ok(mut line) = rx.recv() {
-        loop {
-            line.push('\n');
-            if out.write_all(line.as_bytes()).is_err() {
-                // The client closed its end: nothing more can be delivered.
-                return;
-            }
+/// Writes queued lines, gathering what is queued into one write.
+fn write_queued(rx: &mpsc::Receiver<Option<String>>, shared: &Shared) {
+    while let Ok(Some(mut batch)) = rx.recv() {
+        let mut count = 1;
+        let mut closing = false;
+        while batch.len() < 1 << 16 {
             match rx.try_recv() {
-                Ok(next) => line = next,
+                Ok(Some(next)) => {
+                    batch.push_str(&next);
+                    count += 1;
+                }
+                Ok(None) => {
+                    closing = true;
+                    break;
+                }
                 Err(_) => break,
             }
         }
-        if out.flush().is_err() {
+        let written = shared
+            .stdout
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .write_all(batch.as_bytes())
+            .is_ok();
+        shared.queued.fetch_sub(count, Ordering::SeqCst);
+        if !written || closing {
+            // The client closed its end, or the session is over.
             return;
         }
     }
-    let _ = out.flush();
 }

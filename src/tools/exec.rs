@@ -102,7 +102,7 @@ fn spawn(ctx: &Ctx, command: &str, cwd: &ResolvedPath) -> Result<Child, ToolErro
         // Its own process group, so that a deadline or a cancellation reaches every process
         // the command started, not just the shell.
         .process_group(0);
-    if let Some(tmp) = &ctx.settings.child_tmpdir {
+    if let Some(tmp) = ctx.settings.command_tmp.as_ref().and_then(|t| t.dir()) {
         cmd.env("TMPDIR", tmp);
     }
     cmd.spawn().map_err(|e| ToolError::io("start /bin/sh", &cwd.shown, e))

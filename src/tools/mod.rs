@@ -34,7 +34,7 @@ pub struct Settings {
     /// execute_command refuses commands whose simple-command names are listed (`--deny-command`).
     pub deny_commands: Vec<String>,
     /// TMPDIR for child processes: a private directory the sandbox lets them write.
-    pub child_tmpdir: Option<std::path::PathBuf>,
+    pub command_tmp: Option<crate::sandbox::CommandTmp>,
     /// Said in list_allowed_directories when the kernel sandbox is not in force.
     pub sandbox_note: Option<String>,
     /// Tools left out of tools/list and refused (`--no-exec`).
