@@ -794,3 +794,32 @@ fn deny_network_blocks_tcp_for_commands() {
     assert_eq!(run.is_error, Some(true), "with --deny-network: {run:?}");
     assert_eq!(received, None, "a connection got through");
 }
+
+/// Commands get a private TMPDIR of this server's own, under a per-user directory; it is gone
+/// once the server has exited (a sandboxed server used to leave `/tmp/replay-<pid>` behind).
+#[test]
+fn the_commands_tmpdir_is_private_and_removed_at_exit() {
+    let env = TestEnv::new(&["root", "ro"], &[]);
+    let mut server = start_sandboxed(&env, &[]);
+    let run = sh(&mut server, "printf %s \"$TMPDIR\" && touch \"$TMPDIR/left-behind\"");
+    assert_eq!(run.is_error, None, "{run:?}");
+    let tmpdir = std::path::PathBuf::from(run.out.trim_end_matches("[exit code: 0]").trim());
+    let parent = tmpdir.parent().expect("TMPDIR has a parent");
+    let uid = nix_uid();
+    assert_eq!(
+        parent.file_name().and_then(|n| n.to_str()),
+        Some(format!("replay-cmd-tmp-{uid}").as_str()),
+        "TMPDIR {tmpdir:?}"
+    );
+    assert!(tmpdir.join("left-behind").exists());
+    let mode =
+        std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(parent).unwrap().permissions());
+    assert_eq!(mode & 0o077, 0, "the per-user directory is private: {mode:o}");
+    let (_, status) = server.finish();
+    assert_eq!(status.code(), Some(0));
+    assert!(!tmpdir.exists(), "{tmpdir:?} is left behind after exit");
+}
+
+fn nix_uid() -> u32 {
+    std::os::unix::fs::MetadataExt::uid(&std::fs::metadata("/proc/self").unwrap())
+}

@@ -395,3 +395,53 @@ fn eof_right_after_initialize_exits_zero() {
     );
     assert_eq!(status.code(), Some(0));
 }
+
+/// A client that writes all its requests before it reads a single reply (a naive script) must
+/// not deadlock against a full stdout pipe: replies queue inside the server while it keeps
+/// reading. 3,000 requests (about 600 KB in, 5 MB out) are far beyond both pipes' buffers.
+#[test]
+fn a_client_that_writes_everything_before_reading_does_not_deadlock() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::Stdio;
+    let big = "x".repeat(3000);
+    let env = TestEnv::new(&[], &[("root/big.txt", &big), ("root/small.txt", "s")]);
+    let allow = format!("{}:rw", env.p("root"));
+    let mut child = crate::harness::replay_command()
+        .args(["--mcp-server", "--allow", &allow])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawning replay");
+    let mut stdin = child.stdin.take().expect("stdin");
+    let n = 3000;
+    let (big_path, small_path) = (env.p("root/big.txt"), env.p("root/small.txt"));
+    let writer = std::thread::spawn(move || {
+        for i in 0..n {
+            let path = if i % 2 == 0 { &big_path } else { &small_path };
+            let request = json!({"jsonrpc": "2.0", "id": i, "method": "tools/call",
+                "params": {"name": "read_file", "arguments": {"path": path}}});
+            if writeln!(stdin, "{request}").is_err() {
+                return false;
+            }
+        }
+        true
+    });
+    let start = std::time::Instant::now();
+    while !writer.is_finished() {
+        if start.elapsed() > std::time::Duration::from_secs(60) {
+            let _ = child.kill();
+            panic!("replay stopped reading its input: deadlocked on a full stdout pipe");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert!(writer.join().unwrap(), "writing the requests failed");
+    let mut ids = BTreeSet::new();
+    for line in BufReader::new(child.stdout.take().expect("stdout")).lines() {
+        let value: Value = serde_json::from_str(&line.unwrap()).expect("a JSON line");
+        assert!(value.get("result").is_some(), "{value}");
+        assert!(ids.insert(value["id"].as_i64().expect("numeric id")), "duplicate {value}");
+    }
+    assert_eq!(ids.len(), n as usize);
+    assert!(child.wait().unwrap().success());
+}
