@@ -63,6 +63,9 @@ struct WriteTurn {
     _done: oneshot::Sender<()>,
 }
 
+/// Replies held on the reading thread are handed over at this size even if more input waits.
+const HOLD_LIMIT: usize = 64 * 1024;
+
 /// Tools answered on the reading thread itself, without a hand-off: read-only, quick, and
 /// never waiting on anything but the local filesystem. A small read costs less than the two
 /// thread wake-ups a hand-off takes, and pipelined reads are answered in arrival order.
@@ -206,6 +209,10 @@ impl Session {
         let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
         held.push_str(&line);
         held.push('\n');
+        // A client that never pauses still gets its replies as it goes.
+        if held.len() >= HOLD_LIMIT {
+            self.outbox.send_lines(std::mem::take(&mut held));
+        }
     }
 
     fn release_held(&self) {
