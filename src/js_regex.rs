@@ -1007,6 +1007,9 @@ mod tests;
 /// byte API needs no UTF-8 validation of the haystack.
 pub struct FastRegex {
     regex: regex::bytes::Regex,
+    /// Whether the pattern has `^` or `$`, the only parts whose meaning depends on which line
+    /// terminators the text has (`.` and the classes are spelled out alike in both engines).
+    line_anchored: bool,
 }
 
 impl FastRegex {
@@ -1025,18 +1028,24 @@ impl FastRegex {
             .case_insensitive(case_insensitive)
             .build()
             .ok()?;
-        Some(FastRegex { regex })
+        let line_anchored = exact.contains(LINE_START) || exact.contains(LINE_END);
+        Some(FastRegex { regex, line_anchored })
     }
 
     pub fn regex(&self) -> &regex::bytes::Regex {
         &self.regex
     }
 
-    /// Whether `haystack` has no line terminator but `\n`, so this regex matches exactly where
-    /// the exact one does.
-    pub fn applies_to(haystack: &[u8]) -> bool {
-        memchr::memchr(b'\r', haystack).is_none()
-            && memchr::memmem::find_iter(haystack, b"\xe2\x80")
-                .all(|at| !matches!(haystack.get(at + 2), Some(0xa8 | 0xa9)))
+    /// Whether this regex matches exactly where the exact one does in `haystack`: always for a
+    /// pattern without `^` and `$`, else when the text has no line terminator but `\n`.
+    pub fn applies_to(&self, haystack: &[u8]) -> bool {
+        !self.line_anchored || only_lf(haystack)
     }
+}
+
+/// Whether `haystack` has no line terminator but `\n`.
+pub fn only_lf(haystack: &[u8]) -> bool {
+    memchr::memchr(b'\r', haystack).is_none()
+        && memchr::memmem::find_iter(haystack, b"\xe2\x80")
+            .all(|at| !matches!(haystack.get(at + 2), Some(0xa8 | 0xa9)))
 }

@@ -28,11 +28,31 @@ pub enum EntryKind {
 /// One entry below the walk's root.
 #[derive(Debug)]
 pub struct Entry {
-    /// Relative to the walk's root; never empty (the root itself is not reported).
-    pub rel: PathBuf,
+    /// The walker's own path (the root joined with `rel`), kept whole: one allocation per entry,
+    /// and a file can be opened without joining again.
+    path: PathBuf,
+    /// Where `rel` starts in `path`.
+    rel_start: usize,
     pub kind: EntryKind,
     /// 1 for the root's children.
     pub depth: usize,
+}
+
+impl Entry {
+    /// Relative to the walk's root; never empty (the root itself is not reported).
+    pub fn rel(&self) -> &Path {
+        use std::os::unix::ffi::OsStrExt;
+        Path::new(std::ffi::OsStr::from_bytes(&self.path.as_os_str().as_bytes()[self.rel_start..]))
+    }
+
+    /// The root joined with `rel`.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn into_rel(self) -> PathBuf {
+        self.rel().to_path_buf()
+    }
 }
 
 #[derive(Default, Clone)]
@@ -58,7 +78,7 @@ pub fn entries(root: &Path, options: &WalkOptions) -> Vec<Entry> {
     for batch in batches {
         all.extend(batch);
     }
-    all.sort_unstable_by(|a, b| path_order(&a.rel, &b.rel));
+    all.sort_unstable_by(|a, b| path_order(a.rel(), b.rel()));
     all
 }
 
@@ -82,15 +102,24 @@ where
     let exclude = options.exclude.clone();
     let skip_git = options.respect_gitignore;
     builder.filter_entry(move |entry| {
-        let name = entry.file_name().to_string_lossy();
-        if name.starts_with(TEMP_PREFIX) || (skip_git && name == ".git") {
+        use std::os::unix::ffi::OsStrExt;
+        let name = entry.file_name().as_bytes();
+        if name.starts_with(TEMP_PREFIX.as_bytes()) || (skip_git && name == b".git") {
             return false;
+        }
+        if exclude.set.is_none() {
+            return true;
         }
         match entry.path().strip_prefix(&filter_root) {
             Ok(rel) if !rel.as_os_str().is_empty() => !exclude.excludes(rel),
             _ => true,
         }
     });
+    let rel_start = {
+        use std::os::unix::ffi::OsStrExt;
+        let root = root.as_os_str().as_bytes();
+        root.len() + usize::from(!root.ends_with(b"/"))
+    };
     builder.build_parallel().run(|| {
         let mut visitor = make();
         Box::new(move |result| {
@@ -106,9 +135,11 @@ where
             } else {
                 EntryKind::File
             };
-            if let Ok(rel) = entry.path().strip_prefix(root) {
-                visitor(Entry { rel: rel.to_path_buf(), kind, depth: entry.depth() });
-            }
+            let depth = entry.depth();
+            let path = entry.into_path();
+            // The walker builds every path by joining names onto the root as given.
+            debug_assert!(path.starts_with(root));
+            visitor(Entry { path, rel_start, kind, depth });
             WalkState::Continue
         })
     });

@@ -133,7 +133,7 @@ pub fn directory_tree(ctx: &Ctx, args: TreeArgs) -> Result<Output, ToolError> {
             *has_child = true;
         }
         out.extend_from_slice(b"{\"name\":");
-        let name = entry.rel.file_name().map(|n| n.to_string_lossy()).unwrap_or_default();
+        let name = entry.rel().file_name().map(|n| n.to_string_lossy()).unwrap_or_default();
         write_json_string(&mut out, &name);
         match entry.kind {
             EntryKind::Dir if args.depth == Some(entry.depth) => {

@@ -102,8 +102,8 @@ fn expand_glob(ctx: &Ctx, pattern: &str, dry_run: bool) -> Result<Vec<ResolvedPa
     let set = walk::glob_set("paths", &[rest])?;
     let matches: Vec<PathBuf> = walk::entries(&base.real, &walk::WalkOptions::default())
         .into_iter()
-        .filter(|entry| entry.kind != walk::EntryKind::Dir && set.is_match(&entry.rel))
-        .map(|entry| entry.rel)
+        .filter(|entry| entry.kind != walk::EntryKind::Dir && set.is_match(entry.rel()))
+        .map(walk::Entry::into_rel)
         .collect();
     if matches.is_empty() {
         return Err(ToolError::NoGlobMatch { pattern: pattern.to_string() });

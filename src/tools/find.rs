@@ -62,7 +62,7 @@ pub fn search_files(ctx: &Ctx, args: SearchFilesArgs) -> Result<Output, ToolErro
     let ascii = needle.is_ascii();
     let mut hits: Vec<String> = Vec::new();
     for entry in walk::entries(&dir.real, &options) {
-        let Some(name) = entry.rel.file_name().map(|n| n.to_string_lossy()) else { continue };
+        let Some(name) = entry.rel().file_name().map(|n| n.to_string_lossy()) else { continue };
         // ASCII needles (nearly all) compare without allocating a lowercased copy per name.
         let found = if ascii {
             contains_ascii_case_insensitive(name.as_bytes(), needle.as_bytes())
@@ -70,7 +70,7 @@ pub fn search_files(ctx: &Ctx, args: SearchFilesArgs) -> Result<Output, ToolErro
             name.to_lowercase().contains(&needle)
         };
         if found {
-            hits.push(dir.shown.join(&entry.rel).to_string_lossy().into_owned());
+            hits.push(dir.shown.join(entry.rel()).to_string_lossy().into_owned());
         }
     }
     Ok(Output::text(if hits.is_empty() { NO_MATCHES.to_string() } else { hits.join("\n") }))
@@ -95,14 +95,14 @@ pub fn glob_search(ctx: &Ctx, args: GlobSearchArgs) -> Result<Output, ToolError>
     let mut hits: Vec<String> = Vec::new();
     let mut truncated = false;
     for entry in walk::entries(&dir.real, &options) {
-        if entry.kind != EntryKind::File || !set.is_match(&entry.rel) {
+        if entry.kind != EntryKind::File || !set.is_match(entry.rel()) {
             continue;
         }
         if args.max != 0 && hits.len() == args.max {
             truncated = true;
             break;
         }
-        hits.push(dir.shown.join(&entry.rel).to_string_lossy().into_owned());
+        hits.push(dir.shown.join(entry.rel()).to_string_lossy().into_owned());
     }
     if hits.is_empty() {
         return Ok(Output::text(NO_MATCHES));

@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, HashSet};
 use std::fs::File;
 use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use serde::Deserialize;
@@ -175,6 +175,7 @@ fn search(
     let kept = Mutex::new(Kept { cap, mode, files: BTreeMap::new(), total: 0, truncated: false });
     // Scopes can overlap only when there are several of them.
     let seen: Mutex<HashSet<PathBuf>> = Mutex::new(HashSet::new());
+    let over_cap = AtomicBool::new(false);
     for scope in scopes {
         let set = if scope.globs.is_empty() {
             None
@@ -183,29 +184,34 @@ fn search(
         };
         walk::visit(&scope.root, options, || {
             let mut buf = Vec::new();
-            let (kept, seen, set) = (&kept, &seen, &set);
+            let (kept, seen, set, over_cap) = (&kept, &seen, &set, &over_cap);
             move |entry: walk::Entry| {
                 if entry.kind != EntryKind::File
-                    || set.as_ref().is_some_and(|s| !s.is_match(&entry.rel))
+                    || set.as_ref().is_some_and(|s| !s.is_match(entry.rel()))
                 {
                     return;
                 }
-                let key = ByPath(scope.shown.join(&entry.rel));
-                if lock(kept).skips(&key) {
+                let key = || ByPath(scope.shown.join(entry.rel()));
+                // Until the cap is reached no file is skipped: no key to build, no lock to take.
+                if over_cap.load(Ordering::Relaxed) && lock(kept).skips(&key()) {
                     return;
                 }
                 if scopes.len() > 1
-                    && !seen.lock().unwrap_or_else(|e| e.into_inner()).insert(key.0.clone())
+                    && !seen.lock().unwrap_or_else(|e| e.into_inner()).insert(key().0)
                 {
                     return;
                 }
-                let found = search_file(regex, scope, &entry.rel, &mut buf, context, mode);
+                let found = search_file(regex, scope, &entry, &mut buf, context, mode);
                 // One huge file must not pin its buffer for the rest of the search.
                 if buf.capacity() > KEPT_BUFFER {
                     buf = Vec::new();
                 }
                 if let Some(hits) = found {
-                    lock(kept).add(key, hits);
+                    let mut kept = lock(kept);
+                    kept.add(key(), hits);
+                    if kept.total > kept.cap {
+                        over_cap.store(true, Ordering::Relaxed);
+                    }
                 }
             }
         });
@@ -334,13 +340,13 @@ fn is_match_line(line: &str) -> bool {
 fn search_file(
     regex: &Matchers,
     scope: &Scope,
-    rel: &Path,
+    entry: &walk::Entry,
     buf: &mut Vec<u8>,
     context: usize,
     mode: OutputMode,
 ) -> Option<FileHits> {
     buf.clear();
-    let mut handle = File::open(scope.root.join(rel)).ok()?;
+    let mut handle = File::open(entry.path()).ok()?;
     let mut probe = [0u8; BINARY_PROBE];
     let n = read_full(&mut handle, &mut probe).ok()?;
     if memchr::memchr(0, &probe[..n]).is_some() {
@@ -354,7 +360,7 @@ fn search_file(
     if lines.is_empty() {
         return None;
     }
-    let shown = scope.shown.join(rel);
+    let shown = scope.shown.join(entry.rel());
     if mode != OutputMode::Content {
         let path = shown.to_string_lossy().into_owned();
         return Some(FileHits { path, text: String::new(), n: lines.len(), path_len: 0, context });
@@ -411,7 +417,7 @@ fn matching_lines_of(regex: &Matchers, bytes: &[u8]) -> Vec<usize> {
     let mut spans: Vec<(usize, usize)> = Vec::new();
     match &regex.fast {
         // Same expectations as the exact engine, far cheaper: see `FastRegex`.
-        Some(fast) if FastRegex::applies_to(bytes) => {
+        Some(fast) if fast.applies_to(bytes) => {
             spans.extend(fast.regex().find_iter(bytes).map(|m| (m.start(), m.end())));
         }
         _ => {

@@ -62,7 +62,7 @@ fn walks_sorted_without_following_links_and_honors_excludes() {
     std::fs::write(root.join(".gitignore"), "*.log\n").unwrap();
     std::os::unix::fs::symlink("/", root.join("x/out")).unwrap();
     let names = |options: &WalkOptions| -> Vec<String> {
-        entries(&root, options).iter().map(|e| e.rel.display().to_string()).collect()
+        entries(&root, options).iter().map(|e| e.rel().display().to_string()).collect()
     };
     let all = names(&WalkOptions::default());
     assert_eq!(
