@@ -9,13 +9,14 @@ use crate::error::ToolError;
 use crate::policy::Policy;
 use crate::protocol::jsonrpc::RpcError;
 use crate::schema;
-use crate::tools::{self, Cancel, Content, Ctx, Output, Settings};
+use crate::tools::{self, Cancel, Content, Ctx, Output, Progress, Settings};
 
 /// Runs one `tools/call` to completion on the calling (blocking) thread.
 pub fn call_tool(
     policy: &Policy,
     settings: &Settings,
     cancel: &Cancel,
+    progress: &Progress,
     params: Value,
 ) -> Result<Value, RpcError> {
     let (name, args) = envelope(params)?;
@@ -28,7 +29,7 @@ pub fn call_tool(
     def.validate(&args).map_err(|e| rpc_error(&e))?;
     let mut args = args;
     integral_floats_as_integers(&mut args);
-    let ctx = Ctx { policy, settings, cancel };
+    let ctx = Ctx { policy, settings, cancel, progress };
     let outcome = catch_unwind(AssertUnwindSafe(|| tools::call(&name, &ctx, args)));
     let output = match outcome {
         Ok(result) => result.map_err(|e| rpc_error(&e))?,
@@ -92,6 +93,9 @@ fn render(output: Output) -> Value {
     let mut result = json!({ "content": content });
     if output.is_error {
         result["isError"] = Value::Bool(true);
+    }
+    if let Some(structured) = output.structured {
+        result["structuredContent"] = structured;
     }
     result
 }

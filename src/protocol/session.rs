@@ -15,7 +15,7 @@ use crate::protocol::dispatch;
 use crate::protocol::jsonrpc::{self, Message, RpcError, METHOD_NOT_FOUND, PARSE_ERROR};
 use crate::protocol::transport::{self, Line, Outbox};
 use crate::schema;
-use crate::tools::{Cancel, Settings};
+use crate::tools::{Cancel, Progress, Settings};
 
 /// Protocol revisions answered in `initialize`, oldest first; a client asking for another gets
 /// the latest.
@@ -225,7 +225,9 @@ impl Session {
         let name = params.get("name").and_then(Value::as_str).unwrap_or_default();
         if INLINE_TOOLS.contains(&name) {
             let cancel = Cancel::default();
-            let result = dispatch::call_tool(&self.policy, &self.settings, &cancel, params);
+            let progress = Progress::default();
+            let result =
+                dispatch::call_tool(&self.policy, &self.settings, &cancel, &progress, params);
             self.send(&reply(id, result));
             return;
         }
@@ -343,7 +345,13 @@ impl Session {
         let result = if cancel.is_cancelled() {
             None
         } else {
-            Some(dispatch::call_tool(&self.policy, &self.settings, &cancel, params))
+            Some(dispatch::call_tool(
+                &self.policy,
+                &self.settings,
+                &cancel,
+                &Progress::default(),
+                params,
+            ))
         };
         // The next writer may go as soon as this one is done, before the reply is written.
         drop(turn);

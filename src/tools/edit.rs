@@ -82,7 +82,7 @@ pub fn edit_files(ctx: &Ctx, args: EditFilesArgs) -> Result<Output, ToolError> {
             Err(e) => Content::Text(format!("{}: [error {}] {e}", file.shown.display(), e.code())),
         })
         .collect();
-    Ok(Output { content, is_error: false })
+    Ok(Output { content, is_error: false, structured: None })
 }
 
 /// A dry run only reads, so read access suffices for it.

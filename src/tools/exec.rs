@@ -199,7 +199,7 @@ fn render(out: Captured, err: Captured, status: ExitStatus, timed_out: Option<u6
         }
         content.push(Content::Text(text));
     }
-    Output { content, is_error: code != 0 || timed_out.is_some() }
+    Output { content, is_error: code != 0 || timed_out.is_some(), structured: None }
 }
 
 fn truncation_note(stream: &str, captured: &Captured) -> String {

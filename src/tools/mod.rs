@@ -26,6 +26,60 @@ pub struct Ctx<'a> {
     pub policy: &'a Policy,
     pub settings: &'a Settings,
     pub cancel: &'a Cancel,
+    pub progress: &'a Progress,
+}
+
+/// Progress reports of one call. They become `notifications/progress` when the client asked for
+/// them (a `progressToken`); otherwise they cost a branch. The first report goes out at once,
+/// later ones at most every `Progress::INTERVAL`, each with a larger `progress` than the last,
+/// and none once `finish` has run (the response follows it).
+#[derive(Default)]
+pub struct Progress {
+    sink: Option<Box<dyn Fn(u64, Option<u64>, String) + Send + Sync>>,
+    state: std::sync::Mutex<ProgressState>,
+}
+
+#[derive(Default)]
+struct ProgressState {
+    last_value: Option<u64>,
+    last_sent: Option<std::time::Instant>,
+    finished: bool,
+}
+
+impl Progress {
+    pub const INTERVAL: std::time::Duration = std::time::Duration::from_millis(100);
+
+    /// Reports to `sink(progress, total, message)`.
+    pub fn new(sink: impl Fn(u64, Option<u64>, String) + Send + Sync + 'static) -> Progress {
+        Progress { sink: Some(Box::new(sink)), state: Default::default() }
+    }
+
+    /// Whether anyone listens: a tool may skip counting work when not.
+    pub fn wanted(&self) -> bool {
+        self.sink.is_some()
+    }
+
+    /// `done` units of work so far (of `total`, when known). `message` is built only when sent.
+    pub fn report(&self, done: u64, total: Option<u64>, message: impl FnOnce() -> String) {
+        let Some(sink) = &self.sink else { return };
+        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        if state.finished || state.last_value.is_some_and(|last| done <= last) {
+            return;
+        }
+        let now = std::time::Instant::now();
+        if state.last_sent.is_some_and(|at| now.duration_since(at) < Self::INTERVAL) {
+            return;
+        }
+        state.last_value = Some(done);
+        state.last_sent = Some(now);
+        // Sent under the lock, so that `finish` cannot slip between the check and the send.
+        sink(done, total, message());
+    }
+
+    /// No report after this: the call's response is about to be sent.
+    pub fn finish(&self) {
+        self.state.lock().unwrap_or_else(|e| e.into_inner()).finished = true;
+    }
 }
 
 /// The server's configuration as the tools need it, fixed at start-up.
@@ -86,11 +140,14 @@ pub enum Content {
 pub struct Output {
     pub content: Vec<Content>,
     pub is_error: bool,
+    /// The result as data, for tools whose schema file declares an `outputSchema`: sent as
+    /// `structuredContent` to clients on 2025-06-18 or later, and must match that schema.
+    pub structured: Option<Value>,
 }
 
 impl Output {
     pub fn text(text: impl Into<String>) -> Output {
-        Output { content: vec![Content::Text(text.into())], is_error: false }
+        Output { content: vec![Content::Text(text.into())], is_error: false, structured: None }
     }
 }
 
@@ -147,13 +204,16 @@ mod tests {
         let policy = Policy::default();
         let settings = Settings::default();
         let cancel = Cancel::default();
+        let progress = Progress::default();
         for (name, _) in crate::schema::FILES {
-            let ctx = Ctx { policy: &policy, settings: &settings, cancel: &cancel };
+            let ctx =
+                Ctx { policy: &policy, settings: &settings, cancel: &cancel, progress: &progress };
             if let Err(e) = call(name, &ctx, serde_json::json!({})) {
                 assert!(!e.to_string().contains("names no tool"), "{name}: {e}");
             }
         }
-        let ctx = Ctx { policy: &policy, settings: &settings, cancel: &cancel };
+        let ctx =
+            Ctx { policy: &policy, settings: &settings, cancel: &cancel, progress: &progress };
         let err = call("no_such_tool", &ctx, serde_json::json!({})).unwrap_err();
         assert!(err.to_string().contains("names no tool"));
     }

@@ -29,7 +29,11 @@ pub struct ReadMultipleFilesArgs {
 pub fn read_file(ctx: &Ctx, args: ReadFileArgs) -> Result<Output, ToolError> {
     let resolved = ctx.policy.resolve_read(&args.path)?;
     let bytes = read_capped(&resolved)?;
-    Ok(Output { content: vec![content_for(&resolved.real, bytes)], is_error: false })
+    Ok(Output {
+        content: vec![content_for(&resolved.real, bytes)],
+        is_error: false,
+        structured: None,
+    })
 }
 
 /// One text item per path, in the order given; a failure is that item's text, never the call's.
@@ -45,7 +49,7 @@ pub fn read_multiple_files(ctx: &Ctx, args: ReadMultipleFilesArgs) -> Result<Out
             Content::Text(format!("{path}:\n{body}"))
         })
         .collect();
-    Ok(Output { content, is_error: false })
+    Ok(Output { content, is_error: false, structured: None })
 }
 
 fn read_one_of_many(ctx: &Ctx, path: &str) -> Result<String, ToolError> {
