@@ -5,6 +5,7 @@ use std::path::{Path, PathBuf};
 use clap::{CommandFactory, FromArgMatches, Parser};
 
 use crate::policy::{canonical_root, Access, AllowedRoot};
+use crate::protocol::session::ToolErrors;
 use crate::sandbox::SandboxConfig;
 
 #[derive(Debug, Parser)]
@@ -58,6 +59,12 @@ struct Cli {
     #[arg(long = "sandbox-read", value_name = "PATH")]
     sandbox_read: Vec<String>,
 
+    /// How a failing tool call is answered: `rpc`, a JSON-RPC error with the contract's code
+    /// (the default); or `result`, an `isError: true` result whose text carries the code and
+    /// message, for hosts that hide JSON-RPC errors from the model.
+    #[arg(long, value_name = "rpc|result", default_value = "rpc", value_parser = ["rpc", "result"])]
+    tool_errors: String,
+
     /// Allowed directories, read-write, as the official filesystem server takes them.
     #[arg(value_name = "DIR")]
     dirs: Vec<String>,
@@ -73,6 +80,7 @@ pub struct Config {
     pub no_exec: bool,
     pub deny_commands: Vec<String>,
     pub sandbox: SandboxConfig,
+    pub tool_errors: ToolErrors,
 }
 
 /// What `main` should do.
@@ -129,6 +137,11 @@ pub fn parse() -> Invocation {
                 no_exec: cli.no_exec,
                 deny_commands: cli.deny_command,
                 sandbox,
+                tool_errors: if cli.tool_errors == "result" {
+                    ToolErrors::Result
+                } else {
+                    ToolErrors::Rpc
+                },
             })
         }
         Err(message) => Invocation::Exit { message, status: 1 },

@@ -46,20 +46,28 @@ fn main() -> ExitCode {
     if config.roots.is_empty() {
         tracing::warn!("no allowed directories: every path will be refused");
     }
-    let command_tmp = sandbox::CommandTmp::prepare();
-    let status = sandbox::apply(
-        &config.roots,
-        command_tmp.as_ref().map(|t| t.parent()),
-        config.home.as_deref(),
-        &config.sandbox,
-    );
+    let command_tmp = sandbox::CommandTmp::prepare().map(Arc::new);
+    let tmp_parent = command_tmp.as_ref().map(|t| t.parent().to_path_buf());
+    // Without directories the sandbox waits for the client's roots: applied now, it would
+    // confine the server to nothing for good.
+    let defer = config.roots.is_empty() && config.sandbox.enabled;
+    let status = if defer {
+        sandbox::Status::Deferred
+    } else {
+        sandbox::apply(
+            &config.roots,
+            tmp_parent.as_deref(),
+            config.home.as_deref(),
+            &config.sandbox,
+        )
+    };
     match &status {
         sandbox::Status::Enforced => tracing::info!("Landlock sandbox enforced"),
         other => tracing::warn!("{}", other.note().unwrap_or_default()),
     }
     let settings = Arc::new(Settings {
         deny_commands: config.deny_commands,
-        command_tmp,
+        command_tmp: command_tmp.clone(),
         sandbox_note: status.note(),
         disabled_tools: if config.no_exec {
             vec!["execute_command".to_string()]
@@ -67,9 +75,15 @@ fn main() -> ExitCode {
             Vec::new()
         },
     });
+    let deferred_sandbox = defer.then(|| protocol::session::DeferredSandbox {
+        config: config.sandbox.clone(),
+        home: config.home.clone(),
+        command_tmp_parent: tmp_parent,
+    });
+    let options = protocol::session::Options { tool_errors: config.tool_errors, deferred_sandbox };
     let policy = Policy::new(config.roots, config.home);
-    protocol::session::serve(policy, Arc::clone(&settings));
-    if let Some(tmp) = &settings.command_tmp {
+    protocol::session::serve(policy, settings, options);
+    if let Some(tmp) = &command_tmp {
         tmp.remove();
     }
     ExitCode::SUCCESS

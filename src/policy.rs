@@ -116,6 +116,11 @@ impl Policy {
         Policy { roots, home }
     }
 
+    /// The same policy over other roots (client roots narrowing the command line's).
+    pub fn with_roots(&self, roots: Vec<AllowedRoot>) -> Policy {
+        Policy { roots, home: self.home.clone() }
+    }
+
     pub fn roots(&self) -> &[AllowedRoot] {
         &self.roots
     }

@@ -38,6 +38,8 @@ pub enum Status {
     Unsupported,
     /// `--no-sandbox`.
     Disabled,
+    /// Started without directories: applied when the client's first roots arrive.
+    Deferred,
     Failed(String),
 }
 
@@ -49,6 +51,7 @@ impl Status {
             Status::Partial => Some("[sandbox: Landlock partly enforced: this kernel's Landlock is older than replay asks for]".into()),
             Status::Unsupported => Some("[sandbox: off: this kernel has no Landlock; execute_command is limited to its working directory by the policy only, not by the kernel]".into()),
             Status::Disabled => Some("[sandbox: off (--no-sandbox): commands run by execute_command can reach anything the user can]".into()),
+            Status::Deferred => Some("[sandbox: waiting for the client's roots: no directory is allowed yet]".into()),
             Status::Failed(e) => Some(format!("[sandbox: off: Landlock could not be applied: {e}]")),
         }
     }

@@ -5,10 +5,12 @@
 //! reported as a link and never descended, so a walk cannot leave its directory or loop.
 //! Replay's own temp files are skipped. With `respect_gitignore`, `.gitignore` files and
 //! `.git/info/exclude` inside the walked directory apply (never one above it: that could be
-//! outside the allowed set), and `.git` itself is skipped.
+//! outside the allowed set), and `.git` itself is skipped. A walk given the call's `Cancel`
+//! stops soon after it is set; one given a `Tally` counts the entries it reports.
 
 use std::cmp::Ordering;
 use std::path::{Component, Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 use std::sync::{Arc, Mutex};
 
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
@@ -16,6 +18,7 @@ use ignore::WalkState;
 
 use crate::error::ToolError;
 use crate::tools::write::TEMP_PREFIX;
+use crate::tools::{Cancel, Progress};
 
 /// What a walked entry is, without following symlinks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,17 +59,52 @@ impl Entry {
 }
 
 #[derive(Default, Clone)]
-pub struct WalkOptions {
+pub struct WalkOptions<'a> {
     pub respect_gitignore: bool,
     /// Deepest level reported (1 = the root's children only); `None` for all.
     pub max_depth: Option<usize>,
     /// Entries to leave out (and not descend into); see [`Exclude`].
     pub exclude: Exclude,
+    /// The call's cancellation: once set, every walker thread quits at its next entry, and the
+    /// walk returns what it has (a cancelled call's reply is never sent).
+    pub cancel: Option<&'a Cancel>,
+    /// Counts every entry reported, as progress.
+    pub tally: Option<&'a Tally<'a>>,
+}
+
+/// Work counted on several threads at once (entries walked, files searched) and reported as
+/// progress. Counting is one atomic add, and `Progress`'s lock is taken only every
+/// `Tally::STRIDE` units, so walker threads do not queue on it; when no one listens, nothing is
+/// counted at all.
+pub struct Tally<'a> {
+    progress: &'a Progress,
+    done: AtomicU64,
+    /// The report's text for a count, e.g. "searched 1200 files".
+    message: fn(u64) -> String,
+}
+
+impl<'a> Tally<'a> {
+    const STRIDE: u64 = 32;
+
+    pub fn new(progress: &'a Progress, message: fn(u64) -> String) -> Tally<'a> {
+        Tally { progress, done: AtomicU64::new(0), message }
+    }
+
+    /// One more unit done.
+    pub fn add_one(&self) {
+        if !self.progress.wanted() {
+            return;
+        }
+        let done = self.done.fetch_add(1, AtomicOrdering::Relaxed) + 1;
+        if done % Self::STRIDE == 0 {
+            self.progress.report(done, None, || (self.message)(done));
+        }
+    }
 }
 
 /// Every entry below `root`, sorted depth-first with siblings by name. Unreadable
 /// directories are skipped, since one bad folder should not fail a search of a whole tree.
-pub fn entries(root: &Path, options: &WalkOptions) -> Vec<Entry> {
+pub fn entries(root: &Path, options: &WalkOptions<'_>) -> Vec<Entry> {
     let collected: Arc<Mutex<Vec<Vec<Entry>>>> = Arc::default();
     visit(root, options, || {
         let mut batch = Batch { entries: Vec::new(), sink: Arc::clone(&collected) };
@@ -84,11 +122,12 @@ pub fn entries(root: &Path, options: &WalkOptions) -> Vec<Entry> {
 
 /// Calls a visitor for every entry below `root`, on all cores, in no particular order: one
 /// visitor per walker thread, made by `make`, so each can keep its own buffers.
-pub fn visit<'s, M, V>(root: &'s Path, options: &WalkOptions, mut make: M)
+pub fn visit<'s, M, V>(root: &'s Path, options: &WalkOptions<'s>, mut make: M)
 where
     M: FnMut() -> V,
     V: FnMut(Entry) + Send + 's,
 {
+    let (cancel, tally) = (options.cancel, options.tally);
     let mut builder = ignore::WalkBuilder::new(root);
     builder
         .standard_filters(false)
@@ -123,6 +162,9 @@ where
     builder.build_parallel().run(|| {
         let mut visitor = make();
         Box::new(move |result| {
+            if cancel.is_some_and(Cancel::is_cancelled) {
+                return WalkState::Quit;
+            }
             let Ok(entry) = result else { return WalkState::Continue };
             if entry.depth() == 0 {
                 return WalkState::Continue;
@@ -139,6 +181,9 @@ where
             let path = entry.into_path();
             // The walker builds every path by joining names onto the root as given.
             debug_assert!(path.starts_with(root));
+            if let Some(tally) = tally {
+                tally.add_one();
+            }
             visitor(Entry { path, rel_start, kind, depth });
             WalkState::Continue
         })

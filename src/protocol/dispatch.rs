@@ -11,6 +11,13 @@ use crate::protocol::jsonrpc::RpcError;
 use crate::schema;
 use crate::tools::{self, Cancel, Content, Ctx, Output, Progress, Settings};
 
+/// A `tools/call` result, and its structured content when the tool had it serialized already:
+/// it goes into the reply's line as it is (`protocol::session`).
+pub struct ToolReply {
+    pub result: Value,
+    pub structured_json: Option<String>,
+}
+
 /// Runs one `tools/call` to completion on the calling (blocking) thread.
 pub fn call_tool(
     policy: &Policy,
@@ -18,7 +25,7 @@ pub fn call_tool(
     cancel: &Cancel,
     progress: &Progress,
     params: Value,
-) -> Result<Value, RpcError> {
+) -> Result<ToolReply, RpcError> {
     let (name, args) = envelope(params)?;
     let def = schema::find(&name).filter(|_| settings.serves(&name)).ok_or_else(|| {
         rpc_error(&ToolError::invalid_params(
@@ -88,7 +95,8 @@ pub fn rpc_error(error: &ToolError) -> RpcError {
     RpcError::new(error.code(), error.to_string())
 }
 
-fn render(output: Output) -> Value {
+fn render(output: Output) -> ToolReply {
+    let structured_json = output.structured_json;
     let content: Vec<Value> = output.content.into_iter().map(render_content).collect();
     let mut result = json!({ "content": content });
     if output.is_error {
@@ -97,7 +105,7 @@ fn render(output: Output) -> Value {
     if let Some(structured) = output.structured {
         result["structuredContent"] = structured;
     }
-    result
+    ToolReply { result, structured_json }
 }
 
 fn render_content(content: Content) -> Value {

@@ -5,17 +5,23 @@ use serde_json::{json, Map, Value};
 pub const PARSE_ERROR: i32 = -32700;
 pub const INVALID_REQUEST: i32 = -32600;
 pub const METHOD_NOT_FOUND: i32 = -32601;
+pub const INVALID_PARAMS: i32 = -32602;
 
 /// An error object for a response.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RpcError {
     pub code: i32,
     pub message: String,
+    pub data: Option<Value>,
 }
 
 impl RpcError {
     pub fn new(code: i32, message: impl Into<String>) -> RpcError {
-        RpcError { code, message: message.into() }
+        RpcError { code, message: message.into(), data: None }
+    }
+
+    pub fn with_data(self, data: Value) -> RpcError {
+        RpcError { data: Some(data), ..self }
     }
 }
 
@@ -84,7 +90,11 @@ pub fn success(id: Value, result: Value) -> Value {
 }
 
 pub fn failure(id: Value, error: &RpcError) -> Value {
-    json!({"jsonrpc": "2.0", "id": id, "error": {"code": error.code, "message": error.message}})
+    let mut body = json!({"code": error.code, "message": error.message});
+    if let Some(data) = &error.data {
+        body["data"] = data.clone();
+    }
+    json!({"jsonrpc": "2.0", "id": id, "error": body})
 }
 
 #[cfg(test)]

@@ -3,5 +3,7 @@
 
 pub mod dispatch;
 pub mod jsonrpc;
+pub mod revision;
+pub mod roots;
 pub mod session;
 pub mod transport;

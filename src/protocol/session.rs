@@ -1,8 +1,9 @@
-//! The session: the read loop, `initialize` and version negotiation, `ping`, `tools/list`,
-//! notifications, batches, and the orderly end at end of input.
+//! The session: the read loop, both protocol eras (`initialize`, and `server/discover` with
+//! per-request envelopes), `ping`, `tools/list`, notifications, client roots, progress,
+//! batches, and the orderly end at end of input.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Condvar, Mutex, OnceLock};
+use std::sync::{Arc, Condvar, Mutex, OnceLock, RwLock};
 use std::time::Duration;
 
 use serde_json::{json, Value};
@@ -10,32 +11,62 @@ use tokio::runtime::Runtime;
 use tokio::sync::oneshot;
 use tokio::task::JoinSet;
 
-use crate::policy::Policy;
-use crate::protocol::dispatch;
+use crate::policy::{AllowedRoot, Policy};
+use crate::protocol::dispatch::ToolReply;
 use crate::protocol::jsonrpc::{self, Message, RpcError, METHOD_NOT_FOUND, PARSE_ERROR};
+use crate::protocol::revision::{self, Revision};
 use crate::protocol::transport::{self, Line, Outbox};
+use crate::protocol::{dispatch, roots};
+use crate::sandbox::{self, SandboxConfig};
 use crate::schema;
 use crate::tools::{Cancel, Progress, Settings};
-
-/// Protocol revisions answered in `initialize`, oldest first; a client asking for another gets
-/// the latest.
-pub const SUPPORTED_VERSIONS: [&str; 4] = ["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
-const LATEST_VERSION: &str = "2025-11-25";
 
 /// How long in-flight calls may run on after stdin closes: execute_command's longest timeout
 /// (60 s) plus its kill grace (3 s), plus a margin.
 const DRAIN_LIMIT: Duration = Duration::from_secs(70);
 
+/// How a failing tool call is answered (`--tool-errors`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ToolErrors {
+    /// A JSON-RPC error with the contract's code (the default).
+    #[default]
+    Rpc,
+    /// A result with `isError: true` whose text carries the code and the message (and, with
+    /// structured output, `structuredContent: {error: {code, message}}`), so that a host that
+    /// hides JSON-RPC errors still shows the model what went wrong.
+    Result,
+}
+
+/// What the session needs beyond the policy and the tools' settings.
+pub struct Options {
+    pub tool_errors: ToolErrors,
+    /// Started without directories: the sandbox waits for the client's first roots.
+    pub deferred_sandbox: Option<DeferredSandbox>,
+}
+
+/// What applying the sandbox later takes.
+pub struct DeferredSandbox {
+    pub config: SandboxConfig,
+    pub home: Option<std::path::PathBuf>,
+    pub command_tmp_parent: Option<std::path::PathBuf>,
+}
+
 pub struct Session {
-    policy: Arc<Policy>,
-    settings: Arc<Settings>,
+    /// The allowed set and the tools' settings now; replaced when client roots change. Each
+    /// call takes a snapshot when it is read.
+    scope: RwLock<Scope>,
+    /// The most the allowed set may be: the command line's directories, or the client's first
+    /// roots when there were none.
+    ceiling: Mutex<Vec<AllowedRoot>>,
+    deferred_sandbox: Mutex<Option<DeferredSandbox>>,
+    tool_errors: ToolErrors,
     outbox: Outbox,
+    /// What the legacy era's `initialize` settled, and the client's root support.
+    client: Mutex<Client>,
     /// Cancellation flags of the tool calls in flight, by request id (as JSON text).
     calls: Mutex<HashMap<String, Arc<Cancel>>>,
-    /// The `tools/list` result for this configuration, built on first use: parsing the
-    /// schemas eagerly cost start-up a few hundred microseconds that `initialize` never needs.
-    tools_list: OnceLock<Value>,
-    version: Mutex<Option<String>>,
+    /// `tools/list` results by revision, built on first use.
+    tools_lists: Mutex<HashMap<Revision, Value>>,
     /// Completion of the last file-changing call handed out; see `write_turn`.
     last_write: Mutex<Option<oneshot::Receiver<()>>>,
     /// Runs the calls that are not answered inline; built on first use, so that a session
@@ -45,14 +76,35 @@ pub struct Session {
     /// Replies made on the reading thread, held until it has read all the input there is:
     /// pipelined requests get their replies in one hand-off to the writer, not one each.
     held: Mutex<String>,
+    reader: std::thread::ThreadId,
 }
 
-/// A `tools/call` as read: registered for cancellation, holding its write turn if it changes
-/// files.
+#[derive(Clone)]
+struct Scope {
+    policy: Arc<Policy>,
+    settings: Arc<Settings>,
+}
+
+#[derive(Default)]
+struct Client {
+    /// Set by `initialize`; requests before it are served as the latest legacy revision.
+    revision: Option<Revision>,
+    /// The client said it has roots (`capabilities.roots`).
+    has_roots: bool,
+    /// Ids of our `roots/list` requests still unanswered.
+    roots_requests: Vec<String>,
+    next_request: u64,
+}
+
+/// A `tools/call` as read: its scope, registered for cancellation, holding its write turn if it
+/// changes files.
 struct Call {
     id: Value,
     params: Value,
+    revision: Revision,
+    scope: Scope,
     cancel: Arc<Cancel>,
+    progress: Progress,
     turn: Option<WriteTurn>,
 }
 
@@ -72,19 +124,23 @@ const HOLD_LIMIT: usize = 64 * 1024;
 const INLINE_TOOLS: [&str; 3] = ["read_file", "get_file_info", "list_allowed_directories"];
 
 /// Serves stdin until it closes, then answers what is in flight and returns.
-pub fn serve(policy: Policy, settings: Arc<Settings>) {
+pub fn serve(policy: Policy, settings: Arc<Settings>, options: Options) {
     let (outbox, writer) = transport::spawn_writer();
+    let ceiling = policy.roots().to_vec();
     let session = Arc::new(Session {
-        policy: Arc::new(policy),
-        settings,
+        scope: RwLock::new(Scope { policy: Arc::new(policy), settings }),
+        ceiling: Mutex::new(ceiling),
+        deferred_sandbox: Mutex::new(options.deferred_sandbox),
+        tool_errors: options.tool_errors,
         outbox,
+        client: Mutex::new(Client::default()),
         calls: Mutex::new(HashMap::new()),
-        tools_list: OnceLock::new(),
-        version: Mutex::new(None),
+        tools_lists: Mutex::new(HashMap::new()),
         last_write: Mutex::new(None),
         runtime: OnceLock::new(),
         in_flight: InFlight::default(),
         held: Mutex::new(String::new()),
+        reader: std::thread::current().id(),
     });
     transport::read_lines(|line| session.accept(line), || session.release_held());
     let pending = session.in_flight.count();
@@ -115,7 +171,7 @@ struct Running(Arc<Session>);
 impl Drop for Running {
     fn drop(&mut self) {
         let in_flight = &self.0.in_flight;
-        let mut count = in_flight.count.lock().unwrap_or_else(|e| e.into_inner());
+        let mut count = lock(&in_flight.count);
         *count -= 1;
         if *count == 0 {
             in_flight.idle.notify_all();
@@ -125,12 +181,12 @@ impl Drop for Running {
 
 impl InFlight {
     fn count(&self) -> usize {
-        *self.count.lock().unwrap_or_else(|e| e.into_inner())
+        *lock(&self.count)
     }
 
     /// Waits until nothing runs; false if `limit` passed first.
     fn wait_idle(&self, limit: Duration) -> bool {
-        let count = self.count.lock().unwrap_or_else(|e| e.into_inner());
+        let count = lock(&self.count);
         let (count, _) = self
             .idle
             .wait_timeout_while(count, limit, |count| *count > 0)
@@ -139,10 +195,14 @@ impl InFlight {
     }
 }
 
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 impl Session {
     /// Counts a request in; the guard counts it out when dropped.
     fn running(self: &Arc<Self>) -> Running {
-        *self.in_flight.count.lock().unwrap_or_else(|e| e.into_inner()) += 1;
+        *lock(&self.in_flight.count) += 1;
         Running(Arc::clone(self))
     }
 
@@ -157,6 +217,17 @@ impl Session {
                 .build()
                 .expect("building the tokio runtime")
         })
+    }
+
+    fn scope(&self) -> Scope {
+        self.scope.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// While the sandbox waits for the client's roots, no thread may start that the sandbox
+    /// would not cover (Landlock confines the thread that applies it and those it starts
+    /// afterwards), so every call runs on the reading thread. Nothing is allowed yet anyway.
+    fn must_stay_inline(&self) -> bool {
+        lock(&self.deferred_sandbox).is_some()
     }
 
     /// Handles one line. Session messages and quick reads are answered in order, right here,
@@ -191,7 +262,10 @@ impl Session {
         }
         match jsonrpc::classify(value) {
             Ok(Message::Request { id, method, params }) if method == "tools/call" => {
-                self.accept_call(id, params)
+                match self.revision_of(&method, &params) {
+                    Ok(revision) => self.accept_call(id, params, revision),
+                    Err(error) => self.send(&jsonrpc::failure(id, &error)),
+                }
             }
             Ok(message) => {
                 if let Some(reply) = self.handle(message) {
@@ -202,13 +276,41 @@ impl Session {
         }
     }
 
-    /// Replies from the reading thread: held until `release_held`.
+    /// The revision a request is served under: the one its modern envelope names, else what
+    /// `initialize` settled (the latest legacy revision before it). `initialize` itself is
+    /// always legacy.
+    fn revision_of(&self, method: &str, params: &Value) -> Result<Revision, RpcError> {
+        let modern = if method == "initialize" { None } else { revision::envelope(params)? };
+        Ok(modern.unwrap_or_else(|| lock(&self.client).revision.unwrap_or(revision::LATEST_LEGACY)))
+    }
+
+    /// Replies from the reading thread are held until `release_held`; other threads (a batch
+    /// answering a notification, say) send at once, since the reading thread may be waiting
+    /// for input that never comes.
     fn send(&self, message: &Value) {
-        // serde_json escapes control characters, so a message is always exactly one line.
-        let line = message.to_string();
-        let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
+        self.send_line(transport::line_of(message));
+    }
+
+    fn send_reply(&self, reply: Reply) {
+        match reply {
+            Reply::Value(value) => self.send(&value),
+            Reply::Line(line) => self.send_line(line),
+        }
+    }
+
+    fn send_line(&self, line: String) {
+        if std::thread::current().id() != self.reader {
+            self.outbox.send_lines(line);
+            return;
+        }
+        let mut held = lock(&self.held);
+        if line.len() >= HOLD_LIMIT {
+            // A big reply goes as it is, after what is held, without another copy.
+            self.outbox.send_lines(std::mem::take(&mut held));
+            self.outbox.send_lines(line);
+            return;
+        }
         held.push_str(&line);
-        held.push('\n');
         // A client that never pauses still gets its replies as it goes.
         if held.len() >= HOLD_LIMIT {
             self.outbox.send_lines(std::mem::take(&mut held));
@@ -216,22 +318,21 @@ impl Session {
     }
 
     fn release_held(&self) {
-        let held = std::mem::take(&mut *self.held.lock().unwrap_or_else(|e| e.into_inner()));
+        let held = std::mem::take(&mut *lock(&self.held));
         self.outbox.send_lines(held);
     }
 
     /// A single `tools/call`: inline if it is a quick read, else on the runtime.
-    fn accept_call(self: &Arc<Self>, id: Value, params: Value) {
+    fn accept_call(self: &Arc<Self>, id: Value, params: Value, revision: Revision) {
         let name = params.get("name").and_then(Value::as_str).unwrap_or_default();
-        if INLINE_TOOLS.contains(&name) {
-            let cancel = Cancel::default();
-            let progress = Progress::default();
-            let result =
-                dispatch::call_tool(&self.policy, &self.settings, &cancel, &progress, params);
-            self.send(&reply(id, result));
+        if INLINE_TOOLS.contains(&name) || self.must_stay_inline() {
+            let call = self.prepare(id, params, revision);
+            if let Some(reply) = self.run_tool(call) {
+                self.send_reply(reply);
+            }
             return;
         }
-        let call = self.prepare(id, params);
+        let call = self.prepare(id, params, revision);
         let running = self.running();
         let session = Arc::clone(self);
         if call.turn.is_none() {
@@ -239,14 +340,14 @@ impl Session {
             // async task that hops there.
             self.runtime().spawn_blocking(move || {
                 if let Some(reply) = session.run_tool(call) {
-                    session.outbox.send(&reply);
+                    session.send_reply(reply);
                 }
                 drop(running);
             });
         } else {
             self.runtime().spawn(async move {
                 if let Some(reply) = session.clone().call_tool(call).await {
-                    session.outbox.send(&reply);
+                    session.send_reply(reply);
                 }
                 drop(running);
             });
@@ -261,24 +362,43 @@ impl Session {
             self.send(&jsonrpc::failure(Value::Null, &error));
             return;
         }
+        // Prepared here, in order: write turns and cancellation must follow arrival.
+        let jobs: Vec<Result<Call, Option<Value>>> = batch
+            .into_iter()
+            .map(|value| match jsonrpc::classify(value) {
+                Ok(Message::Request { id, method, params }) if method == "tools/call" => {
+                    match self.revision_of(&method, &params) {
+                        Ok(revision) => Ok(self.prepare(id, params, revision)),
+                        Err(error) => Err(Some(jsonrpc::failure(id, &error))),
+                    }
+                }
+                Ok(message) => Err(self.handle(message)),
+                Err((id, error)) => Err(Some(jsonrpc::failure(id, &error))),
+            })
+            .collect();
+        if self.must_stay_inline() {
+            let replies: Vec<Value> = jobs
+                .into_iter()
+                .filter_map(|job| match job {
+                    Ok(call) => self.run_tool(call).map(Reply::into_value),
+                    Err(reply) => reply,
+                })
+                .collect();
+            if !replies.is_empty() {
+                self.send(&Value::Array(replies));
+            }
+            return;
+        }
         let mut parts = JoinSet::new();
         let running = self.running();
         let runtime = self.runtime().handle().clone();
-        for (idx, value) in batch.into_iter().enumerate() {
+        for (idx, job) in jobs.into_iter().enumerate() {
             let session = Arc::clone(self);
-            // Prepared here, in order: write turns and cancellation must follow arrival.
-            let job = match jsonrpc::classify(value) {
-                Ok(Message::Request { id, method, params }) if method == "tools/call" => {
-                    Ok(self.prepare(id, params))
-                }
-                other => Err(other),
-            };
             parts.spawn_on(
                 async move {
                     let reply = match job {
-                        Ok(call) => session.call_tool(call).await,
-                        Err(Ok(message)) => session.handle(message),
-                        Err(Err((id, error))) => Some(jsonrpc::failure(id, &error)),
+                        Ok(call) => session.call_tool(call).await.map(Reply::into_value),
+                        Err(reply) => reply,
                     };
                     (idx, reply)
                 },
@@ -310,25 +430,28 @@ impl Session {
             return None;
         }
         let (done, next) = oneshot::channel();
-        let mut last = self.last_write.lock().unwrap_or_else(|e| e.into_inner());
-        let previous = last.replace(next);
+        let previous = lock(&self.last_write).replace(next);
         Some(WriteTurn { previous, _done: done })
     }
 
-    /// Registers a tool call as it is read: its cancellation flag (so that a cancel sent right
-    /// behind the request finds it) and its write turn.
-    fn prepare(&self, id: Value, params: Value) -> Call {
+    /// Registers a tool call as it is read: its scope, its cancellation flag (so that a cancel
+    /// sent right behind the request finds it), its progress reports and its write turn.
+    fn prepare(&self, id: Value, params: Value, revision: Revision) -> Call {
         let cancel = Arc::new(Cancel::default());
-        let mut calls = self.calls.lock().unwrap_or_else(|e| e.into_inner());
-        calls.insert(id.to_string(), Arc::clone(&cancel));
-        drop(calls);
+        lock(&self.calls).insert(id.to_string(), Arc::clone(&cancel));
+        let progress = match params.pointer("/_meta/progressToken") {
+            Some(token @ (Value::String(_) | Value::Number(_))) => {
+                progress_sink(self.outbox.clone(), token.clone(), revision, Arc::clone(&cancel))
+            }
+            _ => Progress::default(),
+        };
         let turn = self.write_turn(&params);
-        Call { id, params, cancel, turn }
+        Call { id, params, revision, scope: self.scope(), cancel, progress, turn }
     }
 
     /// Runs a tool call once its write turn (if any) has come. `None` when the client
     /// cancelled it: a cancelled request gets no response.
-    async fn call_tool(self: Arc<Self>, mut call: Call) -> Option<Value> {
+    async fn call_tool(self: Arc<Self>, mut call: Call) -> Option<Reply> {
         if let Some(WriteTurn { previous: Some(previous), .. }) = &mut call.turn {
             // An error only means the previous writer is gone (finished or panicked): go on.
             let _ = previous.await;
@@ -339,38 +462,48 @@ impl Session {
         outcome.unwrap_or_default()
     }
 
-    /// Runs a tool call on this (blocking) thread, unless it was cancelled already.
-    fn run_tool(&self, call: Call) -> Option<Value> {
-        let Call { id, params, cancel, turn } = call;
+    /// Runs a tool call on this thread, unless it was cancelled already.
+    fn run_tool(&self, call: Call) -> Option<Reply> {
+        let Call { id, params, revision, scope, cancel, progress, turn } = call;
         let result = if cancel.is_cancelled() {
             None
         } else {
-            Some(dispatch::call_tool(
-                &self.policy,
-                &self.settings,
-                &cancel,
-                &Progress::default(),
-                params,
-            ))
+            Some(dispatch::call_tool(&scope.policy, &scope.settings, &cancel, &progress, params))
         };
+        // No progress after this: the response follows.
+        progress.finish();
         // The next writer may go as soon as this one is done, before the reply is written.
         drop(turn);
-        self.calls.lock().unwrap_or_else(|e| e.into_inner()).remove(&id.to_string());
-        match result {
-            Some(result) if !cancel.is_cancelled() => Some(reply(id, result)),
+        lock(&self.calls).remove(&id.to_string());
+        let result = match result {
+            Some(result) if !cancel.is_cancelled() => result,
             _ => {
                 tracing::debug!(%id, "cancelled; no response");
-                None
+                return None;
             }
-        }
+        };
+        let result = match result {
+            Err(error) if self.tool_errors == ToolErrors::Result => {
+                Ok(ToolReply { result: error_result(&error, revision), structured_json: None })
+            }
+            other => other,
+        };
+        Some(match result {
+            Ok(ToolReply { result, structured_json }) => {
+                let result = finish(revision::tool_result(result, revision), revision);
+                match structured_json.filter(|_| revision.has_structured_output()) {
+                    Some(raw) => Reply::Line(line_with_structured(&id, &result, &raw)),
+                    None => Reply::Value(jsonrpc::success(id, result)),
+                }
+            }
+            Err(error) => Reply::Value(jsonrpc::failure(id, &error)),
+        })
     }
 
     /// `notifications/cancelled`: flags the call; unknown or finished ids are ignored.
     fn cancel(&self, params: &Value) {
         let Some(id) = params.get("requestId") else { return };
-        if let Some(cancel) =
-            self.calls.lock().unwrap_or_else(|e| e.into_inner()).get(&id.to_string())
-        {
+        if let Some(cancel) = lock(&self.calls).get(&id.to_string()) {
             tracing::debug!(%id, "cancelling");
             cancel.cancel();
         }
@@ -379,63 +512,259 @@ impl Session {
     /// Everything but `tools/call`. Returns the reply, if the message needs one.
     fn handle(&self, message: Message) -> Option<Value> {
         match message {
-            Message::Request { id, method, params } => Some(match self.request(&method, &params) {
-                Ok(result) => jsonrpc::success(id, result),
-                Err(error) => jsonrpc::failure(id, &error),
-            }),
+            Message::Request { id, method, params } => {
+                let outcome = self.revision_of(&method, &params).and_then(|revision| {
+                    self.request(&method, &params, revision).map(|r| finish(r, revision))
+                });
+                Some(match outcome {
+                    Ok(result) => jsonrpc::success(id, result),
+                    Err(error) => jsonrpc::failure(id, &error),
+                })
+            }
             Message::Notification { method, params } => {
                 match method.as_str() {
-                    "notifications/initialized" | "initialized" => {
-                        tracing::debug!("client initialized")
-                    }
+                    "notifications/initialized" | "initialized" => self.request_roots(),
+                    "notifications/roots/list_changed" => self.request_roots(),
                     "notifications/cancelled" => self.cancel(&params),
                     other => tracing::debug!(method = other, %params, "ignoring notification"),
                 }
                 None
             }
             Message::Response { id, outcome } => {
-                tracing::debug!(%id, ?outcome, "ignoring a response to no request of ours");
+                self.response(id, outcome);
                 None
             }
         }
     }
 
-    fn request(&self, method: &str, params: &Value) -> Result<Value, RpcError> {
+    fn request(&self, method: &str, params: &Value, revision: Revision) -> Result<Value, RpcError> {
         match method {
             "initialize" => Ok(self.initialize(params)),
+            "server/discover" => Ok(discover()),
             "ping" => Ok(json!({})),
-            "tools/list" => Ok(self.tools_list.get_or_init(|| tools_list(&self.settings)).clone()),
-            "tools/call" => unreachable!("tools/call is dispatched concurrently"),
+            "tools/list" => Ok(self.tools_list(revision)),
+            "tools/call" => unreachable!("tools/call is dispatched on its own"),
             _ => Err(RpcError::new(METHOD_NOT_FOUND, format!("method not found: {method}"))),
         }
     }
 
     fn initialize(&self, params: &Value) -> Value {
         let asked = params.get("protocolVersion").and_then(Value::as_str).unwrap_or_default();
-        let version =
-            SUPPORTED_VERSIONS.iter().find(|v| **v == asked).copied().unwrap_or(LATEST_VERSION);
-        *self.version.lock().unwrap_or_else(|e| e.into_inner()) = Some(version.to_string());
+        let revision = revision::negotiate(asked);
+        let mut client = lock(&self.client);
+        client.revision = Some(revision);
+        client.has_roots = params.pointer("/capabilities/roots").is_some_and(Value::is_object);
         json!({
-            "protocolVersion": version,
+            "protocolVersion": revision.as_str(),
             "capabilities": {"tools": {"listChanged": false}},
-            "serverInfo": {"name": "replay", "version": env!("CARGO_PKG_VERSION")},
+            "serverInfo": revision::server_info(),
         })
     }
-}
 
-fn reply(id: Value, result: Result<Value, RpcError>) -> Value {
-    match result {
-        Ok(result) => jsonrpc::success(id, result),
-        Err(error) => jsonrpc::failure(id, &error),
+    /// The tools this configuration serves, as `revision` describes tools.
+    fn tools_list(&self, revision: Revision) -> Value {
+        let mut lists = lock(&self.tools_lists);
+        let list = lists.entry(revision).or_insert_with(|| {
+            let settings = self.scope().settings;
+            let tools: Vec<Value> = schema::definitions()
+                .iter()
+                .filter(|d| settings.serves(d.name))
+                .map(|d| {
+                    let mut def = revision::tool_definition(&d.definition, revision);
+                    if self.tool_errors == ToolErrors::Result {
+                        admit_error_output(&mut def);
+                    }
+                    def
+                })
+                .collect();
+            let mut list = json!({ "tools": tools });
+            if revision.is_modern() {
+                // The list is fixed for the life of the process, and depends on its command
+                // line, not on who asks.
+                list["ttlMs"] = json!(300_000);
+                list["cacheScope"] = json!("private");
+            }
+            list
+        });
+        list.clone()
+    }
+
+    /// Asks a client that has roots for them (after `initialized`, and when they change).
+    fn request_roots(&self) {
+        let id = {
+            let mut client = lock(&self.client);
+            if !client.has_roots {
+                return;
+            }
+            client.next_request += 1;
+            let id = format!("replay-roots-{}", client.next_request);
+            client.roots_requests.push(id.clone());
+            id
+        };
+        tracing::debug!(%id, "asking the client for its roots");
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": "roots/list"}));
+    }
+
+    /// A response to one of our requests: only `roots/list` is ever asked.
+    fn response(&self, id: Value, outcome: Result<Value, Value>) {
+        let Some(id) = id.as_str() else {
+            tracing::debug!(%id, "ignoring a response to no request of ours");
+            return;
+        };
+        {
+            let mut client = lock(&self.client);
+            let Some(at) = client.roots_requests.iter().position(|r| r == id) else {
+                tracing::debug!(%id, "ignoring a response to no request of ours");
+                return;
+            };
+            client.roots_requests.remove(at);
+        }
+        match outcome {
+            Ok(result) => self.apply_roots(&roots::parse(&result)),
+            Err(error) => tracing::warn!(%error, "the client could not list its roots"),
+        }
+    }
+
+    /// Narrows the allowed set to the client's roots (never beyond the ceiling). A server
+    /// started without directories takes the first roots as its ceiling and applies the
+    /// sandbox now, from this thread, before any thread that would escape it exists.
+    fn apply_roots(&self, client_roots: &[std::path::PathBuf]) {
+        let mut ceiling = lock(&self.ceiling);
+        let mut settings = (*self.scope().settings).clone();
+        if ceiling.is_empty() {
+            if client_roots.is_empty() {
+                return;
+            }
+            *ceiling = roots::as_ceiling(client_roots);
+            if let Some(deferred) = lock(&self.deferred_sandbox).take() {
+                let status = sandbox::apply(
+                    &ceiling,
+                    deferred.command_tmp_parent.as_deref(),
+                    deferred.home.as_deref(),
+                    &deferred.config,
+                );
+                tracing::info!(?status, "sandbox applied with the client's roots");
+                settings.sandbox_note = status.note();
+            }
+        }
+        let allowed = roots::narrow(&ceiling, client_roots);
+        for root in &allowed {
+            tracing::info!(path = %root.path.display(), access = ?root.access, "allowed directory (client roots)");
+        }
+        let policy = self.scope().policy.with_roots(allowed);
+        *self.scope.write().unwrap_or_else(|e| e.into_inner()) =
+            Scope { policy: Arc::new(policy), settings: Arc::new(settings) };
     }
 }
 
-/// The `tools/list` result: every schema of a tool this configuration serves.
-fn tools_list(settings: &Settings) -> Value {
-    let tools: Vec<Value> = schema::definitions()
-        .iter()
-        .filter(|d| settings.serves(d.name))
-        .map(|d| d.definition.clone())
-        .collect();
-    json!({ "tools": tools })
+/// A tool call's reply: a message, or a line made already (structured content spliced in).
+enum Reply {
+    Value(Value),
+    Line(String),
+}
+
+impl Reply {
+    /// For a batch, whose replies go out as one array.
+    fn into_value(self) -> Value {
+        match self {
+            Reply::Value(value) => value,
+            Reply::Line(line) => serde_json::from_str(&line).unwrap_or(Value::Null),
+        }
+    }
+}
+
+/// The reply line for `result` with `raw` (a serialized JSON object) as its
+/// `structuredContent`, written as it is.
+fn line_with_structured(id: &Value, result: &Value, raw: &str) -> String {
+    let mut body = serde_json::to_vec(result).unwrap_or_else(|_| b"{}".to_vec());
+    body.pop(); // the closing brace
+    if body.len() > 1 {
+        body.push(b',');
+    }
+    body.extend_from_slice(b"\"structuredContent\":");
+    body.extend_from_slice(raw.as_bytes());
+    body.push(b'}');
+    let mut line = Vec::with_capacity(body.len() + 64);
+    line.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
+    let _ = serde_json::to_writer(&mut line, id);
+    line.extend_from_slice(b",\"result\":");
+    line.extend_from_slice(&body);
+    line.extend_from_slice(b"}\n");
+    // Both parts are serde_json's UTF-8, and the tool's JSON is UTF-8 text.
+    String::from_utf8(line).unwrap_or_default()
+}
+
+/// The modern era's `server/discover`: which revisions replay serves without a handshake.
+/// Answered in the modern shape even to a request without an envelope (a script asking what
+/// the server speaks).
+fn discover() -> Value {
+    let supported: Vec<&str> = revision::MODERN.iter().map(|r| r.as_str()).collect();
+    revision::modern_result(json!({
+        "supportedVersions": supported,
+        "capabilities": {"tools": {"listChanged": false}},
+        "ttlMs": 300_000,
+        "cacheScope": "private",
+    }))
+}
+
+/// A result as its revision shapes every result: the modern era marks each one.
+fn finish(result: Value, revision: Revision) -> Value {
+    if revision.is_modern() {
+        revision::modern_result(result)
+    } else {
+        result
+    }
+}
+
+/// `--tool-errors result`: the failure as a result the model can read.
+fn error_result(error: &RpcError, revision: Revision) -> Value {
+    let mut result = json!({
+        "content": [{"type": "text", "text": format!("error {}: {}", error.code, error.message)}],
+        "isError": true,
+    });
+    if revision.has_structured_output() {
+        result["structuredContent"] =
+            json!({"error": {"code": error.code, "message": error.message}});
+    }
+    result
+}
+
+/// With `--tool-errors result`, an error result's `structuredContent` is `{error: {code,
+/// message}}`: a declared output schema must admit it (clients validate even error results).
+fn admit_error_output(definition: &mut Value) {
+    let Some(schema) = definition.get_mut("outputSchema") else { return };
+    let error = json!({
+        "type": "object",
+        "properties": {"error": {
+            "type": "object",
+            "properties": {"code": {"type": "integer"}, "message": {"type": "string"}},
+            "required": ["code", "message"],
+        }},
+        "required": ["error"],
+    });
+    *schema = json!({"type": "object", "anyOf": [schema.take(), error]});
+}
+
+/// Progress reports of one call as `notifications/progress` with its token. A cancelled call
+/// sends none (nothing more may be said about it).
+fn progress_sink(
+    outbox: Outbox,
+    token: Value,
+    revision: Revision,
+    cancel: Arc<Cancel>,
+) -> Progress {
+    Progress::new(move |done, total, message| {
+        if cancel.is_cancelled() {
+            return;
+        }
+        let mut params = json!({"progressToken": token, "progress": done});
+        if let Some(total) = total {
+            params["total"] = json!(total);
+        }
+        if revision.has_annotations() {
+            params["message"] = json!(message);
+        }
+        outbox
+            .send(&json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": params}));
+    })
 }

@@ -67,3 +67,26 @@ fn readme_tool_table_names_every_tool() {
         assert!(readme.contains(&row), "README.md's tool table lacks the row starting {row:?}");
     }
 }
+
+/// Every tool has a title and the four hints; only execute_command reaches beyond the allowed
+/// directories (openWorldHint), and a tool is read-only exactly when it changes nothing.
+#[test]
+fn every_tool_has_a_title_and_honest_hints() {
+    for def in definitions() {
+        let d = &def.definition;
+        assert!(d["title"].as_str().is_some_and(|t| !t.is_empty()), "{}: title", def.name);
+        let hints = &d["annotations"];
+        for hint in ["readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"] {
+            assert!(hints[hint].is_boolean(), "{}: {hint}", def.name);
+        }
+        assert_eq!(hints["openWorldHint"] == true, def.name == "execute_command", "{}", def.name);
+        let reads_only = def.name.starts_with("read_")
+            || def.name.starts_with("list_")
+            || ["directory_tree", "get_file_info", "search_files", "glob_search", "grep_files"]
+                .contains(&def.name);
+        assert_eq!(hints["readOnlyHint"] == true, reads_only, "{}: readOnlyHint", def.name);
+        if reads_only {
+            assert_eq!(hints["destructiveHint"], false, "{}", def.name);
+        }
+    }
+}

@@ -4,11 +4,12 @@ use std::fs;
 use std::path::Path;
 
 use serde::Deserialize;
+use serde_json::json;
 
 use crate::error::ToolError;
 use crate::tools::write::TEMP_PREFIX;
 use crate::tools::{Ctx, Output};
-use crate::walk::{self, EntryKind, WalkOptions};
+use crate::walk::{self, EntryKind, Tally, WalkOptions};
 
 #[derive(Deserialize)]
 pub struct PathArgs {
@@ -77,22 +78,27 @@ fn sorted_entries(dir: &Path, shown: &Path) -> Result<Vec<(String, Kind)>, ToolE
 pub fn list_directory(ctx: &Ctx, args: PathArgs) -> Result<Output, ToolError> {
     let resolved = ctx.policy.resolve_read(&args.path)?;
     let entries = sorted_entries(&resolved.real, &resolved.shown)?;
+    let path = resolved.shown.display().to_string();
     if entries.is_empty() {
-        return Ok(Output::text("(empty directory)"));
+        let structured = json!({"path": path, "entries": []});
+        return Ok(Output { structured: Some(structured), ..Output::text("(empty directory)") });
     }
     let mut text = String::new();
+    let mut data = Vec::with_capacity(entries.len());
     for (name, kind) in entries {
-        let tag = match kind {
-            Kind::File => "[FILE] ",
-            Kind::Dir => "[DIR]  ",
-            Kind::Link => "[LINK] ",
+        let (tag, kind) = match kind {
+            Kind::File => ("[FILE] ", "file"),
+            Kind::Dir => ("[DIR]  ", "directory"),
+            Kind::Link => ("[LINK] ", "symlink"),
         };
         text.push_str(tag);
         text.push_str(&name);
         text.push('\n');
+        data.push(json!({"name": name, "type": kind}));
     }
     text.pop();
-    Ok(Output::text(text))
+    let structured = json!({"path": path, "entries": data});
+    Ok(Output { structured: Some(structured), ..Output::text(text) })
 }
 
 /// Compact JSON `{name, type, children}`. Symlinks are leaves of type `symlink`, never followed,
@@ -114,10 +120,16 @@ pub fn directory_tree(ctx: &Ctx, args: TreeArgs) -> Result<Output, ToolError> {
     out.extend_from_slice(b",\"type\":\"directory\"");
     if args.depth == Some(0) {
         out.push(b'}');
-        return Ok(Output::text(String::from_utf8_lossy(&out).into_owned()));
+        return Ok(tree_output(out));
     }
     out.extend_from_slice(b",\"children\":[");
-    let options = WalkOptions { max_depth: args.depth, ..WalkOptions::default() };
+    let tally = Tally::new(ctx.progress, |n| format!("walked {n} entries"));
+    let options = WalkOptions {
+        max_depth: args.depth,
+        cancel: Some(ctx.cancel),
+        tally: Some(&tally),
+        ..WalkOptions::default()
+    };
     // The entries come depth-first with siblings sorted, so the tree is written in one pass:
     // `open` holds, per open directory, whether it has a child written yet.
     let mut open: Vec<bool> = vec![false];
@@ -150,8 +162,18 @@ pub fn directory_tree(ctx: &Ctx, args: TreeArgs) -> Result<Output, ToolError> {
     for _ in 0..open.len() {
         out.extend_from_slice(b"]}");
     }
+    Ok(tree_output(out))
+}
+
+/// The tree's JSON as the text, and `{"tree": <the same JSON>}` as the structured content,
+/// spliced into the reply unparsed: parsing a 45,000-node tree back into values and writing it
+/// again doubled the call's time.
+fn tree_output(json: Vec<u8>) -> Output {
     // Names are lossily converted and JSON-escaped: the bytes are UTF-8.
-    Ok(Output::text(String::from_utf8_lossy(&out).into_owned()))
+    let text = String::from_utf8(json)
+        .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
+    let structured_json = format!("{{\"tree\":{text}}}");
+    Output { structured_json: Some(structured_json), ..Output::text(text) }
 }
 
 fn write_json_string(out: &mut Vec<u8>, s: &str) {

@@ -62,11 +62,15 @@ pub fn edit_file(ctx: &Ctx, args: EditFileArgs) -> Result<Output, ToolError> {
 
 /// Every path and glob is resolved before any file is touched: a glob that matches nothing
 /// (-32002) or any path outside the allowed set (-32001) fails the whole call. After that,
-/// each file succeeds or fails on its own, reported inline.
+/// each file succeeds or fails on its own, reported inline. A cancelled call stops before its
+/// next file: the files already written stay written.
 pub fn edit_files(ctx: &Ctx, args: EditFilesArgs) -> Result<Output, ToolError> {
     let edits = to_edits(args.edits);
     let mut files: Vec<ResolvedPath> = Vec::new();
     for entry in &args.paths {
+        if ctx.cancel.is_cancelled() {
+            break;
+        }
         if walk::is_glob(entry) {
             files.extend(expand_glob(ctx, entry, args.dry_run)?);
         } else {
@@ -75,14 +79,19 @@ pub fn edit_files(ctx: &Ctx, args: EditFilesArgs) -> Result<Output, ToolError> {
     }
     let mut seen = std::collections::HashSet::new();
     files.retain(|f| seen.insert(f.real.clone()));
-    let content = files
-        .iter()
-        .map(|file| match edit_one(file, &edits, args.dry_run) {
+    let total = files.len() as u64;
+    let mut content = Vec::with_capacity(files.len());
+    for (done, file) in (1..).zip(&files) {
+        if ctx.cancel.is_cancelled() {
+            break;
+        }
+        content.push(match edit_one(file, &edits, args.dry_run) {
             Ok(text) => Content::Text(text),
             Err(e) => Content::Text(format!("{}: [error {}] {e}", file.shown.display(), e.code())),
-        })
-        .collect();
-    Ok(Output { content, is_error: false, structured: None })
+        });
+        ctx.progress.report(done, Some(total), || format!("processed {done} of {total} files"));
+    }
+    Ok(Output { content, is_error: false, structured: None, structured_json: None })
 }
 
 /// A dry run only reads, so read access suffices for it.
@@ -100,7 +109,8 @@ fn expand_glob(ctx: &Ctx, pattern: &str, dry_run: bool) -> Result<Vec<ResolvedPa
         if base.as_os_str().is_empty() { ".".to_string() } else { base.display().to_string() };
     let base = ctx.policy.resolve_read(&base_str)?;
     let set = walk::glob_set("paths", &[rest])?;
-    let matches: Vec<PathBuf> = walk::entries(&base.real, &walk::WalkOptions::default())
+    let options = walk::WalkOptions { cancel: Some(ctx.cancel), ..walk::WalkOptions::default() };
+    let matches: Vec<PathBuf> = walk::entries(&base.real, &options)
         .into_iter()
         .filter(|entry| entry.kind != walk::EntryKind::Dir && set.is_match(entry.rel()))
         .map(walk::Entry::into_rel)

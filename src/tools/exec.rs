@@ -10,11 +10,13 @@
 use std::io::Read;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Child, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
 use serde::Deserialize;
+use serde_json::json;
 
 use crate::error::ToolError;
 use crate::policy::{Access, ResolvedPath};
@@ -56,11 +58,13 @@ pub fn execute_command(ctx: &Ctx, args: ExecArgs) -> Result<Output, ToolError> {
     let pgid = Pid::from_raw(child.id() as i32);
     let stdout = child.stdout.take();
     let stderr = child.stderr.take();
-    let deadline = Instant::now() + Duration::from_secs(args.timeout);
+    let clock = Clock { started: Instant::now(), timeout: args.timeout };
+    // Output bytes so far, for progress reports.
+    let produced = AtomicU64::new(0);
     let (ending, out, err) = std::thread::scope(|s| {
-        let out = s.spawn(move || drain(stdout));
-        let err = s.spawn(move || drain(stderr));
-        let ending = wait(&mut child, pgid, deadline, ctx);
+        let out = s.spawn(|| drain(stdout, &produced));
+        let err = s.spawn(|| drain(stderr, &produced));
+        let ending = wait(&mut child, pgid, &clock, &produced, ctx);
         // The shell is gone; so must be what it started, or the pipes never close.
         let _ = killpg(pgid, Signal::SIGKILL);
         (ending, out.join().unwrap_or_default(), err.join().unwrap_or_default())
@@ -108,7 +112,14 @@ fn spawn(ctx: &Ctx, command: &str, cwd: &ResolvedPath) -> Result<Child, ToolErro
     cmd.spawn().map_err(|e| ToolError::io("start /bin/sh", &cwd.shown, e))
 }
 
-fn wait(child: &mut Child, pgid: Pid, deadline: Instant, ctx: &Ctx) -> Ending {
+/// When the command started, and its timeout in seconds.
+struct Clock {
+    started: Instant,
+    timeout: u64,
+}
+
+fn wait(child: &mut Child, pgid: Pid, clock: &Clock, produced: &AtomicU64, ctx: &Ctx) -> Ending {
+    let deadline = clock.started + Duration::from_secs(clock.timeout);
     loop {
         match child.try_wait() {
             Ok(Some(status)) => return Ending::Exited(status),
@@ -123,8 +134,24 @@ fn wait(child: &mut Child, pgid: Pid, deadline: Instant, ctx: &Ctx) -> Ending {
         if Instant::now() >= deadline {
             return Ending::TimedOut(stop(child, pgid));
         }
+        if ctx.progress.wanted() {
+            report_progress(ctx, clock, produced);
+        }
         std::thread::sleep(POLL);
     }
+}
+
+/// Whole seconds run so far, of the timeout: a report each second the command keeps running
+/// (`Progress` sends only increasing values), none for a command done within the first.
+fn report_progress(ctx: &Ctx, clock: &Clock, produced: &AtomicU64) {
+    let seconds = clock.started.elapsed().as_secs();
+    if seconds == 0 {
+        return;
+    }
+    ctx.progress.report(seconds, Some(clock.timeout), || {
+        let bytes = produced.load(Ordering::Relaxed);
+        format!("running for {seconds} s of {} s; {bytes} bytes of output so far", clock.timeout)
+    });
 }
 
 /// SIGTERM to the group, SIGKILL after the grace period if the shell is still there.
@@ -149,7 +176,7 @@ struct Captured {
     total: usize,
 }
 
-fn drain(stream: Option<impl Read>) -> Captured {
+fn drain(stream: Option<impl Read>, produced: &AtomicU64) -> Captured {
     let mut captured = Captured::default();
     let Some(mut stream) = stream else { return captured };
     let mut buf = [0u8; 64 * 1024];
@@ -160,6 +187,7 @@ fn drain(stream: Option<impl Read>) -> Captured {
                 let room = STREAM_CAP.saturating_sub(captured.kept.len());
                 captured.kept.extend_from_slice(&buf[..n.min(room)]);
                 captured.total += n;
+                produced.fetch_add(n as u64, Ordering::Relaxed);
             }
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
             Err(_) => break,
@@ -169,6 +197,19 @@ fn drain(stream: Option<impl Read>) -> Captured {
 }
 
 fn render(out: Captured, err: Captured, status: ExitStatus, timed_out: Option<u64>) -> Output {
+    // The data, as the text says it: the shell's exit code, or the signal that ended it (which
+    // the text shows as the shell's 128 + N).
+    let structured = json!({
+        "exitCode": status.code(),
+        "signal": status.signal(),
+        "timedOut": timed_out.is_some(),
+        "stdout": String::from_utf8_lossy(&out.kept),
+        "stderr": String::from_utf8_lossy(&err.kept),
+        "stdoutBytes": out.total,
+        "stderrBytes": err.total,
+        "stdoutTruncated": out.total > out.kept.len(),
+        "stderrTruncated": err.total > err.kept.len(),
+    });
     let code = status.code().unwrap_or_else(|| 128 + status.signal().unwrap_or(0));
     let mut text = if out.total == 0 {
         "(no output)".to_string()
@@ -199,7 +240,8 @@ fn render(out: Captured, err: Captured, status: ExitStatus, timed_out: Option<u6
         }
         content.push(Content::Text(text));
     }
-    Output { content, is_error: code != 0 || timed_out.is_some(), structured: None }
+    let is_error = code != 0 || timed_out.is_some();
+    Output { content, is_error, structured: Some(structured), structured_json: None }
 }
 
 fn truncation_note(stream: &str, captured: &Captured) -> String {

@@ -1,10 +1,11 @@
 //! search_files (basename substring) and glob_search (path globs): finding files by name.
 
 use serde::Deserialize;
+use serde_json::json;
 
 use crate::error::ToolError;
 use crate::tools::{resolve_dir, Ctx, Output};
-use crate::walk::{self, EntryKind, Exclude, WalkOptions};
+use crate::walk::{self, EntryKind, Exclude, Tally, WalkOptions};
 
 pub const NO_MATCHES: &str = "(no matches found)";
 
@@ -53,9 +54,12 @@ pub fn search_files(ctx: &Ctx, args: SearchFilesArgs) -> Result<Output, ToolErro
         .ok_or_else(|| ToolError::invalid_params("nameContains", "is required"))?;
     let excludes = args.exclude_globs.or(args.exclude_patterns).unwrap_or_default();
     let dir = resolve_dir(ctx, &directory, "search")?;
+    let tally = Tally::new(ctx.progress, walked);
     let options = WalkOptions {
         respect_gitignore: args.respect_gitignore,
         exclude: Exclude::new(&excludes)?,
+        cancel: Some(ctx.cancel),
+        tally: Some(&tally),
         ..WalkOptions::default()
     };
     let needle = needle.to_lowercase();
@@ -73,7 +77,13 @@ pub fn search_files(ctx: &Ctx, args: SearchFilesArgs) -> Result<Output, ToolErro
             hits.push(dir.shown.join(entry.rel()).to_string_lossy().into_owned());
         }
     }
-    Ok(Output::text(if hits.is_empty() { NO_MATCHES.to_string() } else { hits.join("\n") }))
+    let text = if hits.is_empty() { NO_MATCHES.to_string() } else { hits.join("\n") };
+    Ok(Output { structured: Some(json!({ "matches": hits })), ..Output::text(text) })
+}
+
+/// The progress message of a walk.
+fn walked(n: u64) -> String {
+    format!("walked {n} entries")
 }
 
 fn contains_ascii_case_insensitive(haystack: &[u8], needle: &[u8]) -> bool {
@@ -87,9 +97,12 @@ pub fn glob_search(ctx: &Ctx, args: GlobSearchArgs) -> Result<Output, ToolError>
     let globs: Vec<String> =
         args.globs.iter().map(|g| g.trim_start_matches("./").to_string()).collect();
     let set = walk::glob_set("globs", &globs)?;
+    let tally = Tally::new(ctx.progress, walked);
     let options = WalkOptions {
         respect_gitignore: args.respect_gitignore,
         exclude: Exclude::new(&args.exclude_globs)?,
+        cancel: Some(ctx.cancel),
+        tally: Some(&tally),
         ..WalkOptions::default()
     };
     let mut hits: Vec<String> = Vec::new();
@@ -104,15 +117,13 @@ pub fn glob_search(ctx: &Ctx, args: GlobSearchArgs) -> Result<Output, ToolError>
         }
         hits.push(dir.shown.join(entry.rel()).to_string_lossy().into_owned());
     }
-    if hits.is_empty() {
-        return Ok(Output::text(NO_MATCHES));
-    }
-    let mut text = hits.join("\n");
+    let mut text = if hits.is_empty() { NO_MATCHES.to_string() } else { hits.join("\n") };
     if truncated {
         text.push_str(&format!(
             "\n[results truncated at max={}: narrow the globs, or raise max (0 = unlimited)]",
             args.max
         ));
     }
-    Ok(Output::text(text))
+    let structured = json!({ "files": hits, "truncated": truncated });
+    Ok(Output { structured: Some(structured), ..Output::text(text) })
 }

@@ -7,18 +7,19 @@
 use std::collections::{BTreeMap, HashSet};
 use std::fs::File;
 use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use serde::Deserialize;
+use serde_json::{json, Value};
 
 use crate::error::ToolError;
 use crate::js_regex::{FastRegex, JsRegex};
 use crate::tools::find::NO_MATCHES;
 use crate::tools::read::MAX_READ_BYTES;
 use crate::tools::{resolve_dir, Ctx, Output};
-use crate::walk::{self, EntryKind, Exclude, WalkOptions};
+use crate::walk::{self, EntryKind, Exclude, Tally, WalkOptions};
 
 /// Files with a NUL byte in their first 4 KB are binary and skipped, as the contract says.
 const BINARY_PROBE: usize = 4096;
@@ -59,6 +60,17 @@ pub enum OutputMode {
     Count,
 }
 
+impl OutputMode {
+    /// As `outputMode` spells it.
+    fn name(self) -> &'static str {
+        match self {
+            OutputMode::Content => "content",
+            OutputMode::FilesWithMatches => "files_with_matches",
+            OutputMode::Count => "count",
+        }
+    }
+}
+
 fn default_max_results() -> usize {
     500
 }
@@ -85,14 +97,18 @@ pub fn grep_files(ctx: &Ctx, args: GrepArgs) -> Result<Output, ToolError> {
     let options = WalkOptions {
         respect_gitignore: args.respect_gitignore,
         exclude: Exclude::new(&args.exclude_globs)?,
+        cancel: Some(ctx.cancel),
         ..WalkOptions::default()
     };
     let (scopes, skipped) = scopes(ctx, &args)?;
     let mode = args.output_mode;
-    let found = search(&regex, &scopes, &options, args.max_results, args.context_lines, mode)?;
+    let tally = Tally::new(ctx.progress, |n| format!("searched {n} files"));
+    let limits = Limits { cap: args.max_results, context: args.context_lines, mode };
+    let found = search(&regex, &scopes, &options, &tally, &limits)?;
+    let with_context = args.context_lines > 0;
     let mut text = match mode {
-        OutputMode::Content => render(found, args.max_results, args.context_lines > 0, skipped),
-        _ => render_per_file(found, mode, args.max_results, skipped),
+        OutputMode::Content => render(&found, args.max_results, with_context, skipped),
+        _ => render_per_file(&found, mode, args.max_results, skipped),
     };
     let gave_up = regex.gave_up.load(Ordering::Relaxed);
     if gave_up > 0 {
@@ -100,7 +116,15 @@ pub fn grep_files(ctx: &Ctx, args: GrepArgs) -> Result<Output, ToolError> {
             "\n[{gave_up} file(s) searched only partly: the regex needed too much backtracking there; simplify it (avoid nested quantifiers such as `(a+)+`)]"
         ));
     }
-    Ok(Output::text(text))
+    let mut structured = match mode {
+        OutputMode::Content => content_data(&found, with_context),
+        _ => per_file_data(&found, mode),
+    };
+    structured["mode"] = json!(mode.name());
+    structured["truncated"] = json!(found.truncated);
+    structured["skipped"] = json!(skipped);
+    structured["partlySearched"] = json!(gave_up);
+    Ok(Output { structured: Some(structured), ..Output::text(text) })
 }
 
 /// Splits the request into walk scopes. Relative globs hang off `directory`, or off the
@@ -141,16 +165,42 @@ fn scopes(ctx: &Ctx, args: &GrepArgs) -> Result<(Vec<Scope>, usize), ToolError> 
     Ok((scopes, skipped))
 }
 
-/// One file's matching lines, rendered, and how many matching lines it holds.
+/// One file's matching lines, with their context, and how many matching lines it holds.
 struct FileHits {
     /// The file as the output shows it.
     path: String,
-    /// Rendered lines (content mode only).
+    /// Matching and context lines in file order, none twice (content mode only).
+    lines: Vec<HitLine>,
+    /// The texts of `lines`, one after another: one buffer per file, not one per line.
     text: String,
     n: usize,
-    /// Bytes of the path prefix on every rendered line (before the `:N:` / `-N-`).
-    path_len: usize,
     context: usize,
+}
+
+impl FileHits {
+    fn text_of(&self, line: &HitLine) -> &str {
+        &self.text[line.start..line.end]
+    }
+}
+
+/// A line of content-mode output: `path:N:text` when it matches, `path-N-text` around a match.
+struct HitLine {
+    /// 1-based.
+    number: usize,
+    matched: bool,
+    /// Where the line's text is in `FileHits::text`: as shown, without its line terminator and
+    /// cut after `MAX_LINE_CHARS` with a note.
+    start: usize,
+    end: usize,
+}
+
+/// What bounds a search and shapes its hits.
+struct Limits {
+    /// `maxResults`: matching lines in content mode, files otherwise.
+    cap: usize,
+    /// `contextLines`.
+    context: usize,
+    mode: OutputMode,
 }
 
 struct Found {
@@ -167,16 +217,19 @@ struct Found {
 fn search(
     regex: &Matchers,
     scopes: &[Scope],
-    options: &WalkOptions,
-    cap: usize,
-    context: usize,
-    mode: OutputMode,
+    options: &WalkOptions<'_>,
+    tally: &Tally<'_>,
+    limits: &Limits,
 ) -> Result<Found, ToolError> {
+    let Limits { cap, mode, .. } = *limits;
     let kept = Mutex::new(Kept { cap, mode, files: BTreeMap::new(), total: 0, truncated: false });
     // Scopes can overlap only when there are several of them.
     let seen: Mutex<HashSet<PathBuf>> = Mutex::new(HashSet::new());
     let over_cap = AtomicBool::new(false);
     for scope in scopes {
+        if options.cancel.is_some_and(|c| c.is_cancelled()) {
+            break;
+        }
         let set = if scope.globs.is_empty() {
             None
         } else {
@@ -201,7 +254,8 @@ fn search(
                 {
                     return;
                 }
-                let found = search_file(regex, scope, &entry, &mut buf, context, mode);
+                tally.add_one();
+                let found = search_file(regex, scope, &entry, &mut buf, limits);
                 // One huge file must not pin its buffer for the rest of the search.
                 if buf.capacity() > KEPT_BUFFER {
                     buf = Vec::new();
@@ -300,41 +354,27 @@ impl Kept {
     }
 }
 
-/// Keeps the first `keep` matching lines of a file's rendered hits, with the context before
-/// them and the context after the last one, but not the context that leads into the next.
-fn cut(hits: FileHits, keep: usize) -> FileHits {
-    let mut text = String::new();
+/// Keeps the first `keep` matching lines of a file's hits, with the context before them and
+/// the context after the last one, but not the context that leads into the next.
+fn cut(mut hits: FileHits, keep: usize) -> FileHits {
     let mut n = 0;
     let mut last_kept: Option<usize> = None;
-    for line in hits.text.split_inclusive('\n') {
-        let number = line_number(line, hits.path_len);
+    let mut end = hits.lines.len();
+    for (idx, line) in hits.lines.iter().enumerate() {
         if let Some(last) = last_kept.filter(|_| n == keep) {
-            let past = number.is_none_or(|num| num > last + hits.context);
-            if past || is_match_line(line) {
+            if line.matched || line.number > last + hits.context {
+                end = idx;
                 break;
             }
         }
-        if is_match_line(line) {
+        if line.matched {
             n += 1;
-            last_kept = number;
+            last_kept = Some(line.number);
         }
-        text.push_str(line);
     }
-    FileHits { text, n, ..hits }
-}
-
-/// The 1-based line number of a rendered match or context line; `None` for `--`.
-fn line_number(line: &str, path_len: usize) -> Option<usize> {
-    let rest = line.strip_prefix('\u{1}').unwrap_or(line).get(path_len + 1..)?;
-    let digits = rest.find(|c: char| !c.is_ascii_digit())?;
-    rest[..digits].parse().ok()
-}
-
-/// Match lines are `path:N:text`; context lines `path-N-text`; separators `--`. The marker
-/// is stored as a leading byte by `render_file` so the two can be told apart without
-/// re-parsing paths that contain `:` or `-`.
-fn is_match_line(line: &str) -> bool {
-    line.starts_with('\u{1}')
+    hits.lines.truncate(end);
+    hits.text.truncate(hits.lines.last().map_or(0, |line| line.end));
+    FileHits { n, ..hits }
 }
 
 fn search_file(
@@ -342,9 +382,9 @@ fn search_file(
     scope: &Scope,
     entry: &walk::Entry,
     buf: &mut Vec<u8>,
-    context: usize,
-    mode: OutputMode,
+    limits: &Limits,
 ) -> Option<FileHits> {
+    let Limits { cap, context, mode } = *limits;
     buf.clear();
     let mut handle = File::open(entry.path()).ok()?;
     let mut probe = [0u8; BINARY_PROBE];
@@ -360,12 +400,14 @@ fn search_file(
     if lines.is_empty() {
         return None;
     }
-    let shown = scope.shown.join(entry.rel());
-    if mode != OutputMode::Content {
-        let path = shown.to_string_lossy().into_owned();
-        return Some(FileHits { path, text: String::new(), n: lines.len(), path_len: 0, context });
+    let path = scope.shown.join(entry.rel()).to_string_lossy().into_owned();
+    let mut hits =
+        FileHits { path, lines: Vec::new(), text: String::new(), n: lines.len(), context };
+    if mode == OutputMode::Content {
+        // No more than `cap` matching lines of one file can show.
+        add_hit_lines(&mut hits, buf, &lines, cap);
     }
-    Some(render_file(&shown, buf, &lines, context))
+    Some(hits)
 }
 
 fn read_full(file: &mut File, buf: &mut [u8]) -> std::io::Result<usize> {
@@ -467,9 +509,10 @@ fn count_newlines(bytes: &[u8]) -> usize {
     memchr::memchr_iter(b'\n', bytes).count()
 }
 
-/// grep -C output for one file. Match lines carry a leading `\u{1}` marker, removed by
-/// `render`, so that `cut` can count them.
-fn render_file(shown: &Path, bytes: &[u8], lines: &[usize], context: usize) -> FileHits {
+/// The lines grep -C shows of one file: its first `limit` matching lines (0-based numbers in
+/// `lines`) and up to `context` lines either side of each, each line once.
+fn add_hit_lines(hits: &mut FileHits, bytes: &[u8], lines: &[usize], limit: usize) {
+    let context = hits.context;
     let mut starts: Vec<usize> = vec![0];
     starts.extend(memchr::memchr_iter(b'\n', bytes).map(|i| i + 1));
     if bytes.ends_with(b"\n") {
@@ -478,42 +521,31 @@ fn render_file(shown: &Path, bytes: &[u8], lines: &[usize], context: usize) -> F
     let last_line = starts.len() - 1;
     // The last line ends before the final newline, if there is one.
     let text_end = if bytes.ends_with(b"\n") { bytes.len() - 1 } else { bytes.len() };
-    let line_text = |n: usize| {
+    let line_bytes = |n: usize| {
         let end = starts.get(n + 1).map_or(text_end, |&next| next - 1);
-        String::from_utf8_lossy(&bytes[starts[n]..end.max(starts[n])])
+        &bytes[starts[n]..end.max(starts[n])]
     };
-    let path = shown.to_string_lossy();
     let matched: HashSet<usize> = lines.iter().copied().collect();
-    let mut out = String::new();
     let mut printed_until: Option<usize> = None;
-    for &line in lines {
+    for &line in lines.iter().take(limit) {
         let from = line.saturating_sub(context);
-        if context > 0 && printed_until.is_some_and(|done| done + 1 < from) {
-            out.push_str("--\n");
-        }
         let to = (line + context).min(last_line);
         for n in from..=to {
             if printed_until.is_some_and(|done| n <= done) {
                 continue;
             }
-            if matched.contains(&n) {
-                out.push('\u{1}');
-                push_line(&mut out, &path, ':', n, &line_text(n));
-            } else {
-                push_line(&mut out, &path, '-', n, &line_text(n));
-            }
+            let start = hits.text.len();
+            push_shown_line(&mut hits.text, &String::from_utf8_lossy(line_bytes(n)));
+            let end = hits.text.len();
+            hits.lines.push(HitLine { number: n + 1, matched: matched.contains(&n), start, end });
         }
         printed_until = Some(to.max(printed_until.unwrap_or(0)));
     }
-    FileHits { path: path.to_string(), text: out, n: lines.len(), path_len: path.len(), context }
 }
 
-fn push_line(out: &mut String, path: &str, sep: char, n: usize, line: &str) {
+/// A line as the output shows it: no `\r`, and cut after `MAX_LINE_CHARS` characters.
+fn push_shown_line(out: &mut String, line: &str) {
     let line = line.strip_suffix('\r').unwrap_or(line);
-    out.push_str(path);
-    out.push(sep);
-    out.push_str(&(n + 1).to_string());
-    out.push(sep);
     match line.char_indices().nth(MAX_LINE_CHARS) {
         Some((cut_at, _)) => {
             out.push_str(&line[..cut_at]);
@@ -521,10 +553,11 @@ fn push_line(out: &mut String, path: &str, sep: char, n: usize, line: &str) {
         }
         None => out.push_str(line),
     }
-    out.push('\n');
 }
 
-fn render(found: Found, cap: usize, with_context: bool, skipped: usize) -> String {
+/// The contract's grep -C format: `path:N:text` for matches, `path-N-text` for context, and
+/// `--` between groups (with context only), then `[N matches]`.
+fn render(found: &Found, cap: usize, with_context: bool, skipped: usize) -> String {
     let n: usize = found.files.iter().map(|f| f.n).sum();
     let mut out = String::new();
     if found.truncated {
@@ -536,8 +569,19 @@ fn render(found: Found, cap: usize, with_context: bool, skipped: usize) -> Strin
         if i > 0 && with_context {
             out.push_str("--\n");
         }
-        for line in file.text.split_inclusive('\n') {
-            out.push_str(line.strip_prefix('\u{1}').unwrap_or(line));
+        let mut previous: Option<usize> = None;
+        for line in &file.lines {
+            if with_context && previous.is_some_and(|p| p + 1 < line.number) {
+                out.push_str("--\n");
+            }
+            previous = Some(line.number);
+            let sep = if line.matched { ':' } else { '-' };
+            out.push_str(&file.path);
+            out.push(sep);
+            out.push_str(&line.number.to_string());
+            out.push(sep);
+            out.push_str(file.text_of(line));
+            out.push('\n');
         }
     }
     if n == 0 {
@@ -551,9 +595,44 @@ fn render(found: Found, cap: usize, with_context: bool, skipped: usize) -> Strin
     out
 }
 
+/// Content mode's `structuredContent` fields: the text's match lines as `matches`, its context
+/// lines (with `contextLines` only) as `context`, and the footer's count as `totalMatches`.
+fn content_data(found: &Found, with_context: bool) -> Value {
+    let mut matches = Vec::new();
+    let mut context = Vec::new();
+    for file in &found.files {
+        for hit in &file.lines {
+            let line = json!({"path": file.path, "line": hit.number, "text": file.text_of(hit)});
+            if hit.matched {
+                matches.push(line);
+            } else {
+                context.push(line);
+            }
+        }
+    }
+    let total: usize = found.files.iter().map(|f| f.n).sum();
+    let mut data = json!({ "matches": matches, "totalMatches": total });
+    if with_context {
+        data["context"] = Value::Array(context);
+    }
+    data
+}
+
+/// The per-file modes' `structuredContent` fields: `files`, or `counts` and `totalMatches`.
+fn per_file_data(found: &Found, mode: OutputMode) -> Value {
+    if mode == OutputMode::FilesWithMatches {
+        let files: Vec<&str> = found.files.iter().map(|f| f.path.as_str()).collect();
+        return json!({ "files": files });
+    }
+    let counts: Vec<Value> =
+        found.files.iter().map(|f| json!({"path": f.path, "count": f.n})).collect();
+    let total: usize = found.files.iter().map(|f| f.n).sum();
+    json!({ "counts": counts, "totalMatches": total })
+}
+
 /// files_with_matches: one path per line; count: `path:N` per file. `[N files]` or
 /// `[N matches in M files]` closes the list.
-fn render_per_file(found: Found, mode: OutputMode, cap: usize, skipped: usize) -> String {
+fn render_per_file(found: &Found, mode: OutputMode, cap: usize, skipped: usize) -> String {
     let mut out = String::new();
     if found.truncated {
         out.push_str(&format!(

@@ -4,6 +4,7 @@ use std::fs;
 use std::os::unix::fs::MetadataExt;
 
 use serde::Deserialize;
+use serde_json::{json, Value};
 
 use crate::error::ToolError;
 use crate::policy::Access;
@@ -25,23 +26,47 @@ pub fn get_file_info(ctx: &Ctx, args: InfoArgs) -> Result<Output, ToolError> {
     } else {
         "other"
     };
+    let modified = iso8601_utc(meta.mtime());
+    let permissions = format!("{:03o}", meta.mode() & 0o7777);
     let text = format!(
-        "type: {kind}\nsize: {}\nmodified: {}\npermissions: {:03o}",
-        meta.len(),
-        iso8601_utc(meta.mtime()),
-        meta.mode() & 0o7777
+        "type: {kind}\nsize: {}\nmodified: {modified}\npermissions: {permissions}",
+        meta.len()
     );
-    Ok(Output::text(text))
+    let structured = json!({
+        "path": resolved.shown.to_string_lossy(),
+        "type": kind,
+        "size": meta.len(),
+        "modified": modified,
+        "permissions": permissions,
+    });
+    Ok(Output { structured: Some(structured), ..Output::text(text) })
 }
 
 pub fn list_allowed_directories(ctx: &Ctx) -> Output {
     let roots = ctx.policy.roots();
     let note = ctx.settings.sandbox_note.as_deref();
+    let mut structured = json!({
+        "directories": roots
+            .iter()
+            .map(|r| {
+                let access = match r.access {
+                    Access::Write => "write",
+                    Access::Read => "read",
+                };
+                json!({"path": r.path.to_string_lossy(), "access": access})
+            })
+            .collect::<Vec<Value>>(),
+    });
+    if let Some(note) = note {
+        structured["sandboxNote"] = json!(note);
+    }
+    let structured = Some(structured);
     if roots.is_empty() {
-        return Output::text(match note {
+        let text = match note {
             Some(note) => format!("(no allowed directories)\n{note}"),
             None => "(no allowed directories)".to_string(),
-        });
+        };
+        return Output { structured, ..Output::text(text) };
     }
     let lines: Vec<String> = roots
         .iter()
@@ -58,7 +83,7 @@ pub fn list_allowed_directories(ctx: &Ctx) -> Output {
         text.push('\n');
         text.push_str(note);
     }
-    Output::text(text)
+    Output { structured, ..Output::text(text) }
 }
 
 /// Seconds since the Unix epoch as `YYYY-MM-DDTHH:MM:SSZ` (proleptic Gregorian, UTC).

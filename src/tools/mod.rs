@@ -35,9 +35,12 @@ pub struct Ctx<'a> {
 /// and none once `finish` has run (the response follows it).
 #[derive(Default)]
 pub struct Progress {
-    sink: Option<Box<dyn Fn(u64, Option<u64>, String) + Send + Sync>>,
+    sink: Option<Box<ProgressSink>>,
     state: std::sync::Mutex<ProgressState>,
 }
+
+/// Receives `(progress, total, message)`.
+type ProgressSink = dyn Fn(u64, Option<u64>, String) + Send + Sync;
 
 #[derive(Default)]
 struct ProgressState {
@@ -82,13 +85,14 @@ impl Progress {
     }
 }
 
-/// The server's configuration as the tools need it, fixed at start-up.
-#[derive(Debug, Default)]
+/// The server's configuration as the tools need it: fixed at start-up, but for the sandbox
+/// note of a server whose sandbox waited for the client's roots.
+#[derive(Debug, Default, Clone)]
 pub struct Settings {
     /// execute_command refuses commands whose simple-command names are listed (`--deny-command`).
     pub deny_commands: Vec<String>,
     /// TMPDIR for child processes: a private directory the sandbox lets them write.
-    pub command_tmp: Option<crate::sandbox::CommandTmp>,
+    pub command_tmp: Option<std::sync::Arc<crate::sandbox::CommandTmp>>,
     /// Said in list_allowed_directories when the kernel sandbox is not in force.
     pub sandbox_note: Option<String>,
     /// Tools left out of tools/list and refused (`--no-exec`).
@@ -143,11 +147,19 @@ pub struct Output {
     /// The result as data, for tools whose schema file declares an `outputSchema`: sent as
     /// `structuredContent` to clients on 2025-06-18 or later, and must match that schema.
     pub structured: Option<Value>,
+    /// The same as `structured`, already serialized (a JSON object), for a tool that writes its
+    /// data as JSON text anyway: spliced into the reply as it is, never parsed back.
+    pub structured_json: Option<String>,
 }
 
 impl Output {
     pub fn text(text: impl Into<String>) -> Output {
-        Output { content: vec![Content::Text(text.into())], is_error: false, structured: None }
+        Output {
+            content: vec![Content::Text(text.into())],
+            is_error: false,
+            structured: None,
+            structured_json: None,
+        }
     }
 }
 

@@ -33,6 +33,7 @@ pub fn read_file(ctx: &Ctx, args: ReadFileArgs) -> Result<Output, ToolError> {
         content: vec![content_for(&resolved.real, bytes)],
         is_error: false,
         structured: None,
+        structured_json: None,
     })
 }
 
@@ -49,7 +50,7 @@ pub fn read_multiple_files(ctx: &Ctx, args: ReadMultipleFilesArgs) -> Result<Out
             Content::Text(format!("{path}:\n{body}"))
         })
         .collect();
-    Ok(Output { content, is_error: false, structured: None })
+    Ok(Output { content, is_error: false, structured: None, structured_json: None })
 }
 
 fn read_one_of_many(ctx: &Ctx, path: &str) -> Result<String, ToolError> {

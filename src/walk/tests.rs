@@ -93,3 +93,50 @@ fn walks_sorted_without_following_links_and_honors_excludes() {
     assert_eq!(shallow, [".git", ".gitignore", "skip", "top.txt", "x", "z"]);
     std::fs::remove_dir_all(&root).unwrap();
 }
+
+/// A walk given a `Tally` counts what it reports as progress; one given a `Cancel` stops at
+/// once when it is set before, and soon after when it is set mid-walk (by a visitor here, as a
+/// client's cancel would arrive).
+#[test]
+fn walks_report_progress_and_stop_when_cancelled() {
+    use std::sync::atomic::AtomicUsize;
+
+    let root = std::env::temp_dir().join(format!("replay-walk-cancel-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    for i in 0..200 {
+        let dir = root.join(format!("d{}", i % 10));
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join(format!("f{i}")), "x").unwrap();
+    }
+    let sent: Arc<Mutex<Vec<(u64, String)>>> = Arc::default();
+    let sink = Arc::clone(&sent);
+    let progress = Progress::new(move |done, _total, message| {
+        sink.lock().unwrap().push((done, message));
+    });
+    let tally = Tally::new(&progress, |n| format!("walked {n} entries"));
+    let all = entries(&root, &WalkOptions { tally: Some(&tally), ..Default::default() });
+    assert_eq!(all.len(), 210);
+    let sent = sent.lock().unwrap().clone();
+    assert_eq!(sent.first(), Some(&(32, "walked 32 entries".to_string())), "{sent:?}");
+    assert!(sent.windows(2).all(|w| w[0].0 < w[1].0), "{sent:?}");
+
+    let cancel = Cancel::default();
+    cancel.cancel();
+    assert!(entries(&root, &WalkOptions { cancel: Some(&cancel), ..Default::default() }).is_empty());
+
+    let cancel = Cancel::default();
+    let seen = AtomicUsize::new(0);
+    let options = WalkOptions { cancel: Some(&cancel), ..Default::default() };
+    visit(&root, &options, || {
+        |_entry| {
+            if seen.fetch_add(1, AtomicOrdering::Relaxed) + 1 == 10 {
+                cancel.cancel();
+            }
+        }
+    });
+    // Each walker thread may finish the entry it holds, no more.
+    let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let seen = seen.load(AtomicOrdering::Relaxed);
+    assert!(seen < 10 + threads, "{seen} entries visited after a cancel at 10");
+    std::fs::remove_dir_all(&root).unwrap();
+}

@@ -8,5 +8,8 @@ mod harness;
 mod policy;
 mod protocol;
 mod read;
+mod revisions;
+mod roots;
 mod search;
+mod structured;
 mod write;

@@ -1,0 +1,148 @@
+//! Client roots (`roots/list`): turning the client's `file://` URIs into allowed directories.
+//!
+//! The command line is the ceiling. Client roots narrow the allowed set to what lies inside it
+//! and never widen it: a root outside every command-line directory is ignored, and a root that
+//! holds command-line directories allows just those. With no directories on the command line,
+//! the first roots a client sends become the ceiling (and the sandbox is applied then).
+
+use std::path::PathBuf;
+
+use serde_json::Value;
+
+use crate::policy::{canonical_root, Access, AllowedRoot};
+
+/// The directories a `roots/list` result names: `file://` URIs of existing directories,
+/// canonical, in the client's order. Anything else is skipped with a warning.
+pub fn parse(result: &Value) -> Vec<PathBuf> {
+    let Some(roots) = result.get("roots").and_then(Value::as_array) else {
+        tracing::warn!(%result, "roots/list result without a roots array; ignored");
+        return Vec::new();
+    };
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    for root in roots {
+        let uri = root.get("uri").and_then(Value::as_str).unwrap_or_default();
+        let Some(path) = file_uri_path(uri) else {
+            tracing::warn!(uri, "client root is not a file:// URI; ignored");
+            continue;
+        };
+        match canonical_root(&path) {
+            Ok(dir) if !dirs.contains(&dir) => dirs.push(dir),
+            Ok(_) => {}
+            Err(e) => tracing::warn!(path = %path.display(), "client root cannot be used: {e}"),
+        }
+    }
+    dirs
+}
+
+/// The allowed set for client roots `client` under `ceiling`. An empty `client` leaves the
+/// ceiling as it is (a client with no folder open has not asked for less).
+pub fn narrow(ceiling: &[AllowedRoot], client: &[PathBuf]) -> Vec<AllowedRoot> {
+    if client.is_empty() {
+        return ceiling.to_vec();
+    }
+    let mut out: Vec<AllowedRoot> = Vec::new();
+    let mut add = |root: AllowedRoot| {
+        if !out.iter().any(|r| r.path == root.path) {
+            out.push(root);
+        }
+    };
+    for dir in client {
+        let holder = ceiling
+            .iter()
+            .filter(|r| dir.starts_with(&r.path))
+            .max_by_key(|r| r.path.components().count());
+        match holder {
+            Some(r) => add(AllowedRoot { path: dir.clone(), access: r.access }),
+            None => {
+                tracing::info!(path = %dir.display(), "client root outside the allowed directories; only what lies inside them counts")
+            }
+        }
+        // Command-line directories inside a client root stay, with their own access: a
+        // read-only directory nested in the client's root stays read-only.
+        for inner in ceiling.iter().filter(|r| r.path.starts_with(dir)) {
+            add(inner.clone());
+        }
+    }
+    out
+}
+
+/// The first roots of a server started without directories: read-write, as the client asks.
+pub fn as_ceiling(client: &[PathBuf]) -> Vec<AllowedRoot> {
+    client.iter().map(|p| AllowedRoot { path: p.clone(), access: Access::Write }).collect()
+}
+
+/// `file:///a/b%20c` → `/a/b c`; `file://localhost/a` → `/a`. Other hosts are not local paths.
+fn file_uri_path(uri: &str) -> Option<PathBuf> {
+    use std::os::unix::ffi::OsStringExt;
+    let rest = uri.strip_prefix("file://")?;
+    let path = rest.strip_prefix("localhost").unwrap_or(rest);
+    if !path.starts_with('/') {
+        return None;
+    }
+    let bytes = path.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = std::str::from_utf8(bytes.get(i + 1..i + 3)?).ok()?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    if out.contains(&0) {
+        return None;
+    }
+    Some(PathBuf::from(std::ffi::OsString::from_vec(out)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_uris() {
+        let check = |uri: &str, expect: Option<&str>| {
+            assert_eq!(file_uri_path(uri), expect.map(PathBuf::from), "{uri}");
+        };
+        check("file:///home/u/p", Some("/home/u/p"));
+        check("file:///home/u/My%20Project", Some("/home/u/My Project"));
+        check("file://localhost/srv", Some("/srv"));
+        check("file://server/share", None);
+        check("https://x/y", None);
+        check("file:///a%2", None);
+        check("file:///a%00b", None);
+    }
+
+    fn root(path: &str, access: Access) -> AllowedRoot {
+        AllowedRoot { path: PathBuf::from(path), access }
+    }
+
+    #[track_caller]
+    fn check(ceiling: &[AllowedRoot], client: &[&str], expect: &[(&str, Access)]) {
+        let client: Vec<PathBuf> = client.iter().map(PathBuf::from).collect();
+        let got = narrow(ceiling, &client);
+        let expect: Vec<AllowedRoot> = expect.iter().map(|(p, a)| root(p, *a)).collect();
+        assert_eq!(got, expect);
+    }
+
+    #[test]
+    fn roots_narrow_and_never_widen() {
+        use Access::{Read, Write};
+        let ceiling = [root("/p", Write), root("/p/vendor", Read), root("/docs", Read)];
+        // Inside: narrowed to the client's directory, with the access of the root holding it.
+        check(&ceiling, &["/p/src"], &[("/p/src", Write)]);
+        check(&ceiling, &["/docs/api"], &[("/docs/api", Read)]);
+        check(&ceiling, &["/p/vendor/x"], &[("/p/vendor/x", Read)]);
+        // The same directory: nested command-line roots keep their own access.
+        check(&ceiling, &["/p"], &[("/p", Write), ("/p/vendor", Read)]);
+        // Outside: ignored; a client root above command-line ones allows just those.
+        check(&ceiling, &["/etc"], &[]);
+        check(&ceiling, &["/"], &[("/p", Write), ("/p/vendor", Read), ("/docs", Read)]);
+        check(&ceiling, &["/pp"], &[]);
+        // No roots: the command line stands.
+        check(&ceiling, &[], &[("/p", Write), ("/p/vendor", Read), ("/docs", Read)]);
+    }
+}

@@ -1,0 +1,113 @@
+//! Client roots: asked for after `initialized` and on `list_changed`, narrowing the command
+//! line's directories and never widening them; the first roots of a server started without
+//! directories.
+
+use serde_json::{json, Value};
+
+use crate::harness::{Server, TestEnv};
+
+/// `initialize` declaring roots, then `initialized`.
+fn initialize_with_roots(server: &mut Server) {
+    let params = json!({
+        "protocolVersion": "2025-06-18",
+        "capabilities": {"roots": {"listChanged": true}},
+        "clientInfo": {"name": "roots-test", "version": "0"},
+    });
+    server.request("initialize", params).result();
+    server.notify("notifications/initialized", json!({}));
+}
+
+/// Waits for the server's `roots/list` request and answers it with `dirs`.
+fn answer_roots(server: &mut Server, dirs: &[String]) {
+    let request = loop {
+        let message = server.next_message();
+        if message.value["method"] == "roots/list" {
+            break message;
+        }
+    };
+    let id = request.value["id"].clone();
+    assert!(id.is_string() || id.is_number(), "{}", request.line);
+    let roots: Vec<Value> = dirs
+        .iter()
+        .map(|d| json!({"uri": format!("file://{}", d.replace(' ', "%20")), "name": "r"}))
+        .collect();
+    server.send(&json!({"jsonrpc": "2.0", "id": id, "result": {"roots": roots}}));
+}
+
+fn allowed(server: &mut Server) -> String {
+    server.call_text("list_allowed_directories", json!({}))
+}
+
+#[test]
+fn client_roots_narrow_the_command_line_and_never_widen_it() {
+    let env = TestEnv::new(
+        &["root/app dir", "root/other", "outside"],
+        &[("root/app dir/a.txt", "in"), ("root/other/b.txt", "b"), ("outside/s.txt", "s")],
+    );
+    let allow = format!("{}:rw", env.p("root"));
+    let mut server = Server::spawn(["--mcp-server", "--allow", &allow]);
+    initialize_with_roots(&mut server);
+    answer_roots(&mut server, &[env.p("root/app dir"), env.p("outside")]);
+    // Roots take effect for the calls read after the answer.
+    let listed = allowed(&mut server);
+    assert!(listed.contains("app dir"), "{listed}");
+    assert!(!listed.contains("outside"), "{listed}");
+    assert_eq!(server.call_text("read_file", json!({"path": env.p("root/app dir/a.txt")})), "in");
+    server.call_err("read_file", json!({"path": env.p("root/other/b.txt")}), -32001);
+    server.call_err("read_file", json!({"path": env.p("outside/s.txt")}), -32001);
+
+    // list_changed: asked again; a root above the command line allows just the command line.
+    server.notify("notifications/roots/list_changed", json!({}));
+    answer_roots(&mut server, &[env.base().display().to_string()]);
+    assert_eq!(server.call_text("read_file", json!({"path": env.p("root/other/b.txt")})), "b");
+    server.call_err("read_file", json!({"path": env.p("outside/s.txt")}), -32001);
+}
+
+#[test]
+fn a_client_without_roots_is_not_asked() {
+    let env = TestEnv::new(&[], &[]);
+    let allow = format!("{}:rw", env.p("root"));
+    let mut server = Server::spawn(["--mcp-server", "--allow", &allow]);
+    server.initialize("2025-06-18");
+    let (messages, _) = server.finish();
+    assert!(messages.iter().all(|m| m.value["method"] != "roots/list"));
+}
+
+#[test]
+fn without_directories_the_first_roots_become_the_allowed_set() {
+    let env = TestEnv::new(&["root/w"], &[("root/w/a.txt", "A")]);
+    let mut server = Server::spawn(["--mcp-server"]);
+    initialize_with_roots(&mut server);
+    answer_roots(&mut server, &[env.p("root/w")]);
+    let listed = allowed(&mut server);
+    assert!(listed.contains(&env.p("root/w")), "{listed}");
+    assert!(!listed.contains("waiting for the client's roots"), "{listed}");
+    assert_eq!(server.call_text("read_file", json!({"path": env.p("root/w/a.txt")})), "A");
+    server.call_text("write_file", json!({"path": env.p("root/w/new.txt"), "content": "n"}));
+    assert_eq!(env.read_string("root/w/new.txt"), "n");
+    server.call_err("read_file", json!({"path": "/etc/hostname"}), -32001);
+    // The first roots are now the ceiling: later ones cannot go beyond them.
+    server.notify("notifications/roots/list_changed", json!({}));
+    answer_roots(&mut server, &[env.p("")]);
+    server.call_err("read_file", json!({"path": env.p("root/other.txt")}), -32001);
+    assert_eq!(server.call_text("read_file", json!({"path": env.p("root/w/a.txt")})), "A");
+}
+
+/// `initialized` inside a batch (answered off the reading thread) still gets roots asked for at
+/// once, without waiting for more input.
+#[test]
+fn roots_are_asked_for_after_an_initialized_sent_in_a_batch() {
+    let env = TestEnv::new(&["root/w"], &[("root/w/a.txt", "A")]);
+    let allow = format!("{}:rw", env.p("root"));
+    let mut server = Server::spawn(["--mcp-server", "--allow", &allow]);
+    let params = json!({
+        "protocolVersion": "2025-03-26",
+        "capabilities": {"roots": {}},
+        "clientInfo": {"name": "roots-test", "version": "0"},
+    });
+    server.request("initialize", params).result();
+    server.send_raw(r#"[{"jsonrpc":"2.0","method":"notifications/initialized"},{"jsonrpc":"2.0","id":"p","method":"ping"}]"#);
+    answer_roots(&mut server, &[env.p("root/w")]);
+    let listed = allowed(&mut server);
+    assert!(listed.contains(&env.p("root/w")), "{listed}");
+}
