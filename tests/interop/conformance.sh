@@ -118,6 +118,10 @@ done
 # The initialize result the suite saw is replay's own, relayed by the bridge.
 grep -Eq 'Child → StreamableHttp: .*"serverInfo":\{[^}]*"name":"replay"' "$tmp/bridge.log" ||
   failures+=("bridge log: no initialize result with serverInfo.name \"replay\" from the child")
+# The revisions replay agreed to in those initialize results (the suite's client picks them).
+revisions="$(grep -E 'Child → StreamableHttp: .*"serverInfo":' "$tmp/bridge.log" |
+  grep -Eo '"protocolVersion":"[^"]*"' | cut -d'"' -f4 | sort -u | paste -sd, -)"
+[ -n "$revisions" ] || failures+=("bridge log: no protocolVersion in replay's initialize results")
 
 [ "${#failures[@]}" -eq 0 ] || fail "$(printf '%s; ' "${failures[@]}" | sed 's/; $//')"
-echo "$LABEL: ok (${#SCENARIOS[@]}/${#SCENARIOS[@]} scenarios: ${SCENARIOS[*]}; bridge on 127.0.0.1:$port)"
+echo "$LABEL: ok (${#SCENARIOS[@]}/${#SCENARIOS[@]} scenarios: ${SCENARIOS[*]}; bridge on 127.0.0.1:$port) (protocol $revisions via initialize)"

@@ -5,13 +5,17 @@ Usage: py_client.py [--mode legacy|auto] /path/to/replay
 Starts replay on a fresh temp tree through the SDK's stdio client, lists the
 tools, calls each of the 16 tools once with valid arguments, and checks one
 error case (a path outside the allowed directory must surface as an MCPError
-with code -32001). Prints one summary line; exits non-zero on any failure.
+with code -32001). From revision 2025-06-18 on, each of the 8 data tools that
+tools/list gives an outputSchema must return a structuredContent object (the
+SDK validates its shape against the schema). Prints one summary line; exits
+non-zero on any failure.
 
 --mode legacy (the default): `ClientSession` with the `initialize` handshake;
 the SDK offers its newest handshake-era version (2025-11-25).
 --mode auto: the high-level `Client` with its default mode="auto", which
 probes `server/discover` (2026-07-28) first and falls back to `initialize`
-when the server answers with an error, as replay does (-32601).
+only when the server does not speak it. replay does, so the connection must
+end up on 2026-07-28 through server/discover.
 """
 
 from __future__ import annotations
@@ -53,6 +57,20 @@ EXPECTED_TOOLS = {
 }
 PATH_NOT_ALLOWED = -32001
 VERSION = dist_version("mcp")
+MODERN = "2026-07-28"
+# The tools that return data a program would parse. From STRUCTURED_SINCE on, each of them that
+# declares an outputSchema in tools/list must also return a structuredContent object.
+DATA_TOOLS = (
+    "get_file_info",
+    "list_directory",
+    "directory_tree",
+    "list_allowed_directories",
+    "search_files",
+    "glob_search",
+    "grep_files",
+    "execute_command",
+)
+STRUCTURED_SINCE = "2025-06-18"
 
 
 class Failure(Exception):
@@ -93,15 +111,23 @@ def texts(result: types.CallToolResult) -> str:
     return "\n".join(c.text for c in result.content if isinstance(c, types.TextContent))
 
 
-async def exercise(session, root: str, png: bytes) -> set[str]:
-    """List the tools and call each once. `session` is a ClientSession or a Client (same call shapes)."""
+async def exercise(session, root: str, png: bytes, revision: str) -> str:
+    """List the tools and call each once. `session` is a ClientSession or a Client (same call shapes).
+
+    Returns the line's fragment: "16/16 tools OK, structuredContent K/8".
+    """
     p = lambda *parts: os.path.join(root, *parts)  # noqa: E731
     ok: set[str] = set()
+    structured = revision >= STRUCTURED_SINCE
 
+    # tools/list first: the SDK keeps each tool's outputSchema from it and validates
+    # structuredContent against that schema on every tools/call after.
     listed = await session.list_tools()
     names = {t.name for t in listed.tools}
     missing = EXPECTED_TOOLS - names
     check(not missing, f"tools/list lacks {sorted(missing)}")
+    declared = {t.name for t in listed.tools if t.name in DATA_TOOLS and t.output_schema}
+    returned: set[str] = set()
 
     async def call(name: str, args: dict, *expect: str) -> types.CallToolResult:
         res = await session.call_tool(name, args)
@@ -109,6 +135,13 @@ async def exercise(session, root: str, png: bytes) -> set[str]:
         out = texts(res)
         for e in expect:
             check(e in out, f"{name}: expected {e!r} in {out!r}")
+        if structured and name in declared:
+            check(
+                isinstance(res.structured_content, dict),
+                f"{name}: tools/list declares an outputSchema and the revision is {revision}, but the result"
+                f" has no structuredContent object: {res.structured_content!r}",
+            )
+            returned.add(name)
         ok.add(name)
         return res
 
@@ -168,10 +201,13 @@ async def exercise(session, root: str, png: bytes) -> set[str]:
         raise Failure("read_file /etc/passwd: the SDK returned a result, want MCPError -32001")
 
     check(ok == EXPECTED_TOOLS, f"tools not exercised: {sorted(EXPECTED_TOOLS - ok)}")
-    return ok
+    if not structured:
+        return f"{len(ok)}/{len(EXPECTED_TOOLS)} tools OK, structuredContent n/a before {STRUCTURED_SINCE}"
+    check(returned == declared, f"declared an outputSchema but never checked: {sorted(declared - returned)}")
+    return f"{len(ok)}/{len(EXPECTED_TOOLS)} tools OK, structuredContent {len(returned)}/{len(DATA_TOOLS)}"
 
 
-async def run(binary: str, mode: str) -> tuple[int, str]:
+async def run(binary: str, mode: str) -> str:
     root, png = make_tree()
     params = StdioServerParameters(command=binary, args=["--mcp-server", "--allow", f"{root}:rw"])
     try:
@@ -183,21 +219,33 @@ async def run(binary: str, mode: str) -> tuple[int, str]:
                         init = await session.initialize()
                         check(init.server_info.name == "replay", f"serverInfo: {init.server_info!r}")
                         check(init.capabilities.tools is not None, "server did not advertise the tools capability")
-                        ok = await exercise(session, root, png)
-                        how = f"protocol {init.protocol_version}"
+                        check(init.protocol_version < MODERN, f"the handshake negotiated {init.protocol_version}")
+                        summary = await exercise(session, root, png, init.protocol_version)
+                        how = f"protocol {init.protocol_version} via initialize"
             else:
                 # The high-level Client with its default mode="auto": it probes server/discover
-                # (2026-07-28) first and falls back to initialize on a handshake-era server.
+                # (2026-07-28) first and would fall back to initialize on a handshake-era server.
+                # replay speaks 2026-07-28, so there must be no fallback.
                 async with Client(params, read_timeout_seconds=30) as client:
                     check(client.server_info is not None and client.server_info.name == "replay",
                           f"serverInfo: {client.server_info!r}")
                     check(client.server_capabilities.tools is not None, "server did not advertise the tools capability")
                     era = "initialize" if client.session.initialize_result is not None else "server/discover"
-                    ok = await exercise(client, root, png)
+                    check(
+                        client.protocol_version == MODERN and era == "server/discover",
+                        f"auto mode ended up on {client.protocol_version} via {era}, want {MODERN} via server/discover",
+                    )
+                    summary = await exercise(client, root, png, client.protocol_version)
                     how = f"protocol {client.protocol_version} via {era}"
     finally:
         shutil.rmtree(root, ignore_errors=True)
-    return len(ok), how
+    return f"{summary} ({how})"
+
+
+def one_line(text: str, limit: int = 1000) -> str:
+    """A failure reason fit for the client's one line: no newlines (a jsonschema error spans many), at most `limit` characters."""
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def leaf_exceptions(e: BaseException):
@@ -219,18 +267,18 @@ def main() -> int:
         return 2
     label = f"python-mcp {VERSION} {mode}"
     try:
-        n, how = anyio.run(run, args[0], mode)
+        line = anyio.run(run, args[0], mode)
     except BaseException as e:  # noqa: BLE001 - report anything, including ExceptionGroup and timeouts
         leaves = list(leaf_exceptions(e))
         if all(isinstance(x, Failure) for x in leaves):
-            print(f"{label}: FAILED: " + "; ".join(str(x) for x in leaves))
+            print(f"{label}: FAILED: " + one_line("; ".join(str(x) for x in leaves)))
         else:
             import traceback
 
             traceback.print_exception(e)
-            print(f"{label}: FAILED: " + "; ".join(f"{type(x).__name__}: {x}" for x in leaves))
+            print(f"{label}: FAILED: " + one_line("; ".join(f"{type(x).__name__}: {x}" for x in leaves)))
         return 1
-    print(f"{label}: {n}/{len(EXPECTED_TOOLS)} tools OK ({how})")
+    print(f"{label}: {line}")
     return 0
 
 

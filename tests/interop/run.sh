@@ -3,9 +3,12 @@
 #   bash tests/interop/run.sh
 # Installs what it needs idempotently (a venv from requirements.txt, `npm ci` from
 # package-lock.json), builds replay with `cargo build` unless REPLAY is set to a binary,
-# then runs each client in turn: the Python SDK (ClientSession, then Client in auto mode), the
-# TypeScript SDK v1 and v2 clients, the MCP Inspector CLI, and the conformance suite through
-# supergateway. One line per client; exits non-zero if any client fails.
+# then runs each client in each protocol era it supports, in turn: the Python SDK (ClientSession
+# on the legacy initialize handshake, then Client in auto mode, which must reach 2026-07-28), the
+# TypeScript SDK v1 (legacy) and v2 (legacy, then auto), the MCP Inspector CLI (legacy, then
+# modern), the conformance suite through supergateway, and the client configuration snippets in
+# README.md. One line per client and era, each naming the protocol revision it ended up on;
+# exits non-zero if any fails.
 set -uo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
@@ -65,9 +68,12 @@ clients_ns=$(date +%s%N)
 client py-legacy .venv/bin/python py_client.py --mode legacy "$BIN"
 client py-auto .venv/bin/python py_client.py --mode auto "$BIN"
 client ts-v1 node ts_client.mjs "$BIN"
+client ts-v2-legacy "$NODE22" ts2_client.mjs --mode legacy "$BIN"
 client ts-v2-auto "$NODE22" ts2_client.mjs --mode auto "$BIN"
-client inspector "$NODE22" inspector.mjs "$BIN"
+client inspector-legacy "$NODE22" inspector.mjs --protocol-era legacy "$BIN"
+client inspector-modern "$NODE22" inspector.mjs --protocol-era modern "$BIN"
 client conformance bash conformance.sh "$BIN"
+client config-snippets .venv/bin/python config_snippets.py "$BIN" "$ROOT/README.md"
 
 now=$(date +%s%N)
 ms=$(( (now - clients_ns) / 1000000 ))

@@ -1,6 +1,6 @@
 // The scenario shared by the JavaScript interop clients (ts_client.mjs, ts2_client.mjs,
-// inspector.mjs): the temp tree, the 16 tool names, and `exercise`, which lists the tools and
-// calls each one once through whichever client API it is handed.
+// inspector.mjs): the temp tree, the 16 tool names, the structuredContent rule, and `exercise`,
+// which lists the tools and calls each one once through whichever client API it is handed.
 //
 // Every check is the same as py_client.py's, so the clients stay comparable line by line.
 
@@ -17,6 +17,47 @@ export const EXPECTED_TOOLS = [
   'edit_file', 'edit_files', 'search_files', 'glob_search', 'grep_files', 'execute_command',
 ];
 export const PATH_NOT_ALLOWED = -32001;
+
+// The tools that return data a program would parse. From revision 2025-06-18 on, each of them that
+// declares an `outputSchema` in tools/list must also return a `structuredContent` object.
+export const DATA_TOOLS = [
+  'get_file_info', 'list_directory', 'directory_tree', 'list_allowed_directories',
+  'search_files', 'glob_search', 'grep_files', 'execute_command',
+];
+export const STRUCTURED_SINCE = '2025-06-18';
+export const MODERN = '2026-07-28';
+
+/** Whether `revision` (YYYY-MM-DD) carries outputSchema/structuredContent. */
+export const hasStructured = (revision) => typeof revision === 'string' && revision >= STRUCTURED_SINCE;
+
+/**
+ * Tracks the structuredContent rule for one connection: `declare(tools)` takes the tools/list
+ * result, `see(name, result)` checks one tools/call result, `summary()` is the line's fragment.
+ */
+export function structuredRule(revision) {
+  const declared = new Set();
+  const returned = new Set();
+  return {
+    declare(tools) {
+      for (const t of tools) if (DATA_TOOLS.includes(t.name) && t.outputSchema) declared.add(t.name);
+    },
+    see(name, result) {
+      if (!hasStructured(revision) || !declared.has(name)) return;
+      const sc = result?.structuredContent;
+      check(
+        sc !== null && typeof sc === 'object' && !Array.isArray(sc),
+        `${name}: tools/list declares an outputSchema and the revision is ${revision}, but the result has no structuredContent object: ${JSON.stringify(result).slice(0, 300)}`,
+      );
+      returned.add(name);
+    },
+    summary() {
+      if (!hasStructured(revision)) return `structuredContent n/a before ${STRUCTURED_SINCE}`;
+      const missed = [...declared].filter((n) => !returned.has(n));
+      check(missed.length === 0, `declared an outputSchema but never checked: ${missed.join(', ')}`);
+      return `structuredContent ${returned.size}/${DATA_TOOLS.length}`;
+    },
+  };
+}
 
 /** A check that failed: its message is the client's whole failure line. */
 export class Failure extends Error {}
@@ -115,22 +156,29 @@ export const texts = (result) => result.content.filter((c) => c.type === 'text')
  *   listTools()            -> the tools/list result ({ tools: [...] })
  *   callTool(name, args)   -> the tools/call result; a JSON-RPC error must reject
  *   errorClass             -> the class a JSON-RPC error rejects with (it carries `.code`)
- * Returns the set of tool names whose call passed (all 16 on success).
+ * `revision` is the negotiated protocol revision: from 2025-06-18 on, each data tool that tools/list
+ * gives an outputSchema must return a structuredContent object (the SDKs validate its shape).
+ * Returns the line's fragment: `16/16 tools OK, structuredContent K/8`.
  */
-export async function exercise(api, root, png) {
+export async function exercise(api, root, png, revision) {
   const p = (...parts) => path.join(root, ...parts);
   const ok = new Set();
+  const structured = structuredRule(revision);
 
+  // tools/list first: the SDKs cache each tool's outputSchema here and validate
+  // structuredContent against it on every tools/call after.
   const listed = await api.listTools();
   const names = new Set(listed.tools.map((t) => t.name));
   const missing = EXPECTED_TOOLS.filter((n) => !names.has(n));
   check(missing.length === 0, `tools/list lacks ${missing.join(', ')}`);
+  structured.declare(listed.tools);
 
   const call = async (name, args, ...expect) => {
     const res = await api.callTool(name, args);
     check(!res.isError, `${name}: isError=true: ${JSON.stringify(res.content)}`);
     const out = texts(res);
     for (const e of expect) check(out.includes(e), `${name}: expected ${JSON.stringify(e)} in ${JSON.stringify(out)}`);
+    structured.see(name, res);
     ok.add(name);
     return res;
   };
@@ -185,7 +233,7 @@ export async function exercise(api, root, png) {
 
   const notRun = EXPECTED_TOOLS.filter((n) => !ok.has(n));
   check(notRun.length === 0, `tools not exercised: ${notRun.join(', ')}`);
-  return ok;
+  return `${ok.size}/${EXPECTED_TOOLS.length} tools OK, ${structured.summary()}`;
 }
 
 /**
