@@ -3,20 +3,8 @@
 //! Reading order: `cli` (command line → `Config`), `protocol::session` (the read loop,
 //! initialize, tools/list), `protocol::dispatch` (tools/call → validation → tool), `schema`
 //! (schemas/*.json), `policy` (client string → `ResolvedPath`, the security boundary), `tools`
-//! (one function per tool), `error` (`ToolError` and the contract's codes).
-
-mod base64;
-mod cli;
-mod error;
-mod js_regex;
-mod policy;
-mod protocol;
-mod sandbox;
-mod schema;
-#[cfg(test)]
-mod tidy;
-mod tools;
-mod walk;
+//! (one function per tool), `error` (`ToolError` and the contract's codes). The modules are
+//! declared in `lib.rs`, a library so that the fuzz targets in `fuzz/` can reach them.
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -24,9 +12,10 @@ use std::sync::Arc;
 
 use tracing_subscriber::EnvFilter;
 
-use crate::cli::Invocation;
-use crate::policy::Policy;
-use crate::tools::Settings;
+use replay::cli::{self, Invocation};
+use replay::policy::Policy;
+use replay::tools::Settings;
+use replay::{protocol, sandbox};
 
 fn main() -> ExitCode {
     limit_malloc_arenas();

@@ -4,6 +4,7 @@ mod cli;
 mod edit;
 mod exec;
 mod fs_ops;
+mod hardening;
 mod harness;
 mod policy;
 mod protocol;
