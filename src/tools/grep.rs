@@ -12,7 +12,6 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 use serde::Deserialize;
-use serde_json::{json, Value};
 
 use crate::error::ToolError;
 use crate::js_regex::{FastRegex, JsRegex};
@@ -116,15 +115,18 @@ pub fn grep_files(ctx: &Ctx, args: GrepArgs) -> Result<Output, ToolError> {
             "\n[{gave_up} file(s) searched only partly: the regex needed too much backtracking there; simplify it (avoid nested quantifiers such as `(a+)+`)]"
         ));
     }
-    let mut structured = match mode {
-        OutputMode::Content => content_data(&found, with_context),
-        _ => per_file_data(&found, mode),
-    };
-    structured["mode"] = json!(mode.name());
-    structured["truncated"] = json!(found.truncated);
-    structured["skipped"] = json!(skipped);
-    structured["partlySearched"] = json!(gave_up);
-    Ok(Output { structured: Some(structured), ..Output::text(text) })
+    // Written as JSON text, not built as values: 10,000 matches as `Value` objects cost
+    // megabytes of peak memory and their drop, for data that is only ever serialized.
+    let mut data = JsonObject::new();
+    match mode {
+        OutputMode::Content => content_data(&mut data, &found, with_context),
+        _ => per_file_data(&mut data, &found, mode),
+    }
+    data.field("mode").string(mode.name());
+    data.field("truncated").raw(if found.truncated { "true" } else { "false" });
+    data.field("skipped").raw(&skipped.to_string());
+    data.field("partlySearched").raw(&gave_up.to_string());
+    Ok(Output { structured_json: Some(data.finish()), ..Output::text(text) })
 }
 
 /// Splits the request into walk scopes. Relative globs hang off `directory`, or off the
@@ -595,39 +597,104 @@ fn render(found: &Found, cap: usize, with_context: bool, skipped: usize) -> Stri
     out
 }
 
+/// A JSON object written field by field.
+struct JsonObject {
+    out: Vec<u8>,
+}
+
+impl JsonObject {
+    fn new() -> JsonObject {
+        JsonObject { out: b"{".to_vec() }
+    }
+
+    /// Starts the next field; its value follows.
+    fn field(&mut self, name: &str) -> &mut Self {
+        if self.out.len() > 1 {
+            self.out.push(b',');
+        }
+        self.string(name);
+        self.out.push(b':');
+        self
+    }
+
+    fn string(&mut self, s: &str) -> &mut Self {
+        // serde_json's escaping; writing to a Vec cannot fail.
+        let _ = serde_json::to_writer(&mut self.out, s);
+        self
+    }
+
+    fn raw(&mut self, json: &str) -> &mut Self {
+        self.out.extend_from_slice(json.as_bytes());
+        self
+    }
+
+    /// `[item, item, …]`, each written by `write`.
+    fn array<T>(
+        &mut self,
+        items: impl IntoIterator<Item = T>,
+        mut write: impl FnMut(&mut Self, T),
+    ) {
+        self.out.push(b'[');
+        for (i, item) in items.into_iter().enumerate() {
+            if i > 0 {
+                self.out.push(b',');
+            }
+            write(self, item);
+        }
+        self.out.push(b']');
+    }
+
+    fn finish(mut self) -> String {
+        self.out.push(b'}');
+        // Only serde_json's UTF-8 and ASCII punctuation went in.
+        String::from_utf8(self.out).unwrap_or_default()
+    }
+}
+
+/// `{"path": …, "line": …, "text": …}`.
+fn write_line(data: &mut JsonObject, path: &str, number: usize, text: &str) {
+    data.raw("{\"path\":").string(path);
+    data.raw(",\"line\":").raw(&number.to_string());
+    data.raw(",\"text\":").string(text).raw("}");
+}
+
 /// Content mode's `structuredContent` fields: the text's match lines as `matches`, its context
 /// lines (with `contextLines` only) as `context`, and the footer's count as `totalMatches`.
-fn content_data(found: &Found, with_context: bool) -> Value {
-    let mut matches = Vec::new();
-    let mut context = Vec::new();
-    for file in &found.files {
-        for hit in &file.lines {
-            let line = json!({"path": file.path, "line": hit.number, "text": file.text_of(hit)});
-            if hit.matched {
-                matches.push(line);
-            } else {
-                context.push(line);
-            }
-        }
-    }
+fn content_data(data: &mut JsonObject, found: &Found, with_context: bool) {
+    let lines = |matched: bool| {
+        found.files.iter().flat_map(move |file| {
+            file.lines.iter().filter(move |hit| hit.matched == matched).map(move |hit| (file, hit))
+        })
+    };
+    data.field("matches");
+    data.array(lines(true), |data, (file, hit)| {
+        write_line(data, &file.path, hit.number, &file.text_of(hit));
+    });
     let total: usize = found.files.iter().map(|f| f.n).sum();
-    let mut data = json!({ "matches": matches, "totalMatches": total });
+    data.field("totalMatches").raw(&total.to_string());
     if with_context {
-        data["context"] = Value::Array(context);
+        data.field("context");
+        data.array(lines(false), |data, (file, hit)| {
+            write_line(data, &file.path, hit.number, &file.text_of(hit));
+        });
     }
-    data
 }
 
 /// The per-file modes' `structuredContent` fields: `files`, or `counts` and `totalMatches`.
-fn per_file_data(found: &Found, mode: OutputMode) -> Value {
+fn per_file_data(data: &mut JsonObject, found: &Found, mode: OutputMode) {
     if mode == OutputMode::FilesWithMatches {
-        let files: Vec<&str> = found.files.iter().map(|f| f.path.as_str()).collect();
-        return json!({ "files": files });
+        data.field("files");
+        data.array(&found.files, |data, f| {
+            data.string(&f.path);
+        });
+        return;
     }
-    let counts: Vec<Value> =
-        found.files.iter().map(|f| json!({"path": f.path, "count": f.n})).collect();
+    data.field("counts");
+    data.array(&found.files, |data, f| {
+        data.raw("{\"path\":").string(&f.path).raw(",\"count\":").raw(&f.n.to_string()).raw("}");
+    });
     let total: usize = found.files.iter().map(|f| f.n).sum();
-    json!({ "counts": counts, "totalMatches": total })
+    data.field("totalMatches").raw(&total.to_string());
 }
 
 /// files_with_matches: one path per line; count: `path:N` per file. `[N files]` or
