@@ -125,7 +125,13 @@ const INLINE_TOOLS: [&str; 3] = ["read_file", "get_file_info", "list_allowed_dir
 
 /// Serves stdin until it closes, then answers what is in flight and returns.
 pub fn serve(policy: Policy, settings: Arc<Settings>, options: Options) {
-    let (outbox, writer) = transport::spawn_writer();
+    let hook: Arc<OnceLock<std::sync::Weak<Session>>> = Arc::default();
+    let gone = Arc::clone(&hook);
+    let (outbox, writer) = transport::spawn_writer(move || {
+        if let Some(session) = gone.get().and_then(std::sync::Weak::upgrade) {
+            session.client_gone();
+        }
+    });
     let ceiling = policy.roots().to_vec();
     let session = Arc::new(Session {
         scope: RwLock::new(Scope { policy: Arc::new(policy), settings }),
@@ -142,6 +148,7 @@ pub fn serve(policy: Policy, settings: Arc<Settings>, options: Options) {
         held: Mutex::new(String::new()),
         reader: std::thread::current().id(),
     });
+    let _ = hook.set(Arc::downgrade(&session));
     transport::read_lines(|line| session.accept(line), || session.release_held());
     let pending = session.in_flight.count();
     tracing::debug!(in_flight = pending, "stdin closed; finishing in-flight requests");
@@ -217,6 +224,20 @@ impl Session {
                 .build()
                 .expect("building the tokio runtime")
         })
+    }
+
+    /// The client closed stdout: nothing can be answered any more, so stop what runs (a write
+    /// under way still finishes whole), let it end, and exit, even while stdin stays open.
+    fn client_gone(&self) {
+        tracing::info!("the client closed stdout; cancelling in-flight calls and exiting");
+        for cancel in lock(&self.calls).values() {
+            cancel.cancel();
+        }
+        self.in_flight.wait_idle(Duration::from_secs(10));
+        if let Some(tmp) = &self.scope().settings.command_tmp {
+            tmp.remove();
+        }
+        std::process::exit(0);
     }
 
     fn scope(&self) -> Scope {

@@ -101,6 +101,9 @@ pub struct Outbox {
 
 struct Shared {
     stdout: Mutex<ManuallyDrop<File>>,
+    /// Called once, on a thread of its own, when a write fails: the client closed its end.
+    on_gone: Box<dyn Fn() + Send + Sync>,
+    gone: std::sync::atomic::AtomicBool,
     /// Messages handed to the writer thread and not yet written; a direct write must not
     /// overtake them.
     queued: AtomicUsize,
@@ -134,9 +137,11 @@ impl Outbox {
         if self.shared.queued.load(Ordering::SeqCst) != 0 || !writable_now(&stdout) {
             return false;
         }
-        // A failed write means the client closed its end; nothing more can be delivered, and
-        // the queue would fail the same way.
-        let _ = stdout.write_all(lines.as_bytes());
+        let written = stdout.write_all(lines.as_bytes()).is_ok();
+        drop(stdout);
+        if !written {
+            self.shared.client_gone();
+        }
         true
     }
 
@@ -181,11 +186,35 @@ fn writable_now(stdout: &File) -> bool {
         && fds[0].revents().is_some_and(|r| r.contains(PollFlags::POLLOUT))
 }
 
+impl Shared {
+    /// A write failed: the client closed its end, and nothing more can be delivered.
+    fn client_gone(self: &Arc<Self>) {
+        if self.gone.swap(true, Ordering::SeqCst) {
+            return;
+        }
+        // Not on this thread: it may hold what the hook waits for.
+        let shared = Arc::clone(self);
+        let spawned = std::thread::Builder::new()
+            .name("stdout-gone".into())
+            .spawn(move || (shared.on_gone)());
+        if spawned.is_err() {
+            (self.on_gone)();
+        }
+    }
+}
+
 /// Starts the writer thread; it ends at `Outbox::close` or when every `Outbox` is dropped.
-pub fn spawn_writer() -> (Outbox, JoinHandle<()>) {
+/// `on_gone` runs once when stdout fails (the client closed it): a client that closes stdout
+/// but not stdin must not leave the server running on, its replies going nowhere.
+pub fn spawn_writer(on_gone: impl Fn() + Send + Sync + 'static) -> (Outbox, JoinHandle<()>) {
     widen_pipe(1);
     let (queue, rx) = mpsc::channel::<Option<String>>();
-    let shared = Arc::new(Shared { stdout: Mutex::new(stdout()), queued: AtomicUsize::new(0) });
+    let shared = Arc::new(Shared {
+        stdout: Mutex::new(stdout()),
+        on_gone: Box::new(on_gone),
+        gone: std::sync::atomic::AtomicBool::new(false),
+        queued: AtomicUsize::new(0),
+    });
     let writer_shared = Arc::clone(&shared);
     let handle = std::thread::Builder::new()
         .name("stdout".into())
@@ -216,7 +245,7 @@ fn stdout() -> ManuallyDrop<File> {
 }
 
 /// Writes queued lines, gathering what is queued into one write.
-fn write_queued(rx: &mpsc::Receiver<Option<String>>, shared: &Shared) {
+fn write_queued(rx: &mpsc::Receiver<Option<String>>, shared: &Arc<Shared>) {
     while let Ok(Some(mut batch)) = rx.recv() {
         let mut count = 1;
         let mut closing = false;
@@ -240,8 +269,11 @@ fn write_queued(rx: &mpsc::Receiver<Option<String>>, shared: &Shared) {
             .write_all(batch.as_bytes())
             .is_ok();
         shared.queued.fetch_sub(count, Ordering::SeqCst);
-        if !written || closing {
-            // The client closed its end, or the session is over.
+        if !written {
+            shared.client_gone();
+            return;
+        }
+        if closing {
             return;
         }
     }

@@ -668,14 +668,14 @@ fn content_data(data: &mut JsonObject, found: &Found, with_context: bool) {
     };
     data.field("matches");
     data.array(lines(true), |data, (file, hit)| {
-        write_line(data, &file.path, hit.number, &file.text_of(hit));
+        write_line(data, &file.path, hit.number, file.text_of(hit));
     });
     let total: usize = found.files.iter().map(|f| f.n).sum();
     data.field("totalMatches").raw(&total.to_string());
     if with_context {
         data.field("context");
         data.array(lines(false), |data, (file, hit)| {
-            write_line(data, &file.path, hit.number, &file.text_of(hit));
+            write_line(data, &file.path, hit.number, file.text_of(hit));
         });
     }
 }
