@@ -33,6 +33,11 @@
 //!   caller's business). Files that are LF or mixed are left alone and the
 //!   texts are used as sent. The style is detected once, from the original
 //!   content, not re-detected after every edit.
+//!
+//! # Size bound
+//!
+//! No edit may make the text larger than [`MAX_EDITED_BYTES`]; the size is
+//! checked before the text is built ([`EditError::TooLarge`]).
 
 use std::borrow::Cow;
 use std::fmt;
@@ -44,6 +49,16 @@ use crate::js_regex::JsRegex;
 mod tests;
 
 const BOM: char = '\u{feff}';
+
+/// The largest text an edit may produce: 64 MiB, the largest message replay
+/// reads, so nothing a client could write with write_file is refused.
+///
+/// Without a bound, one request could exhaust memory: a regex that matches
+/// the empty string, `limit: 0` and `` $` `` in newText make the result
+/// quadratic in the file (a 200 KB file becomes 20 GB), each further edit of
+/// the call squares it again, and a failed allocation aborts the process,
+/// which no `catch_unwind` survives. Found by the `edit` fuzz target.
+pub const MAX_EDITED_BYTES: usize = 64 * 1024 * 1024;
 
 /// One edit operation, as received from the tool call.
 #[derive(Debug, Clone)]
@@ -98,6 +113,10 @@ pub enum EditError {
         edit_index: usize,
         pattern: String,
     },
+    /// The edit would make the text larger than [`MAX_EDITED_BYTES`].
+    TooLarge {
+        edit_index: usize,
+    },
 }
 
 impl fmt::Display for EditError {
@@ -141,6 +160,13 @@ impl fmt::Display for EditError {
                 "edit #{}: regex `{pattern}` needed too much backtracking on this file and was \
                  stopped; simplify it (avoid nested quantifiers such as `(a+)+`)",
                 edit_index + 1
+            ),
+            EditError::TooLarge { edit_index } => write!(
+                f,
+                "edit #{}: the edited text would be larger than {} MiB; replace fewer matches \
+                 (limit: N) or with a shorter newText",
+                edit_index + 1,
+                MAX_EDITED_BYTES / (1024 * 1024)
             ),
             EditError::MissingGroup { edit_index, group, n_groups } => write!(
                 f,
@@ -239,10 +265,10 @@ fn apply_literal(
         if ranges.is_empty() {
             return Err(not_found_literal(edit_index, false));
         }
-        return Ok(replace_ranges(text, &ranges, &new));
+        return replace_ranges(text, &ranges, &new, edit_index);
     }
     match (hits.next(), hits.next()) {
-        (Some(only), None) => Ok(replace_ranges(text, &[only], &new)),
+        (Some(only), None) => replace_ranges(text, &[only], &new, edit_index),
         (Some(_), Some(_)) => Err(EditError::NotUnique {
             edit_index,
             n: 2 + hits.count(),
@@ -265,8 +291,12 @@ fn replace_normalized_block(
         BlockSearch::Found { count: 0, .. } => Err(not_found_literal(edit_index, true)),
         BlockSearch::Found { count: 1, first } => {
             let indent = common_indent(text[first.clone()].split('\n'));
+            // Every line of `new` may gain the indent: bounded before it is built.
+            let most =
+                new.len().saturating_add(new.split('\n').count().saturating_mul(indent.len()));
+            fits(text.len().saturating_add(most), edit_index)?;
             let replacement = reindent(new, indent);
-            Ok(replace_ranges(text, &[first], &replacement))
+            replace_ranges(text, &[first], &replacement, edit_index)
         }
         BlockSearch::Found { count, .. } => {
             Err(EditError::NotUnique { edit_index, n: count, whitespace_normalized: true })
@@ -345,9 +375,27 @@ impl<'a> LiteralFinder<'a> {
     }
 }
 
-/// Replaces each of the sorted, non-overlapping `ranges` with `replacement`.
-fn replace_ranges(text: &str, ranges: &[Range<usize>], replacement: &str) -> String {
-    let mut out = String::with_capacity(text.len() + ranges.len() * replacement.len());
+/// Refuses a text of `size` bytes if it is over [`MAX_EDITED_BYTES`].
+fn fits(size: usize, edit_index: usize) -> Result<(), EditError> {
+    if size > MAX_EDITED_BYTES {
+        return Err(EditError::TooLarge { edit_index });
+    }
+    Ok(())
+}
+
+/// Replaces each of the sorted, non-overlapping `ranges` with `replacement`,
+/// after checking the size of the result.
+fn replace_ranges(
+    text: &str,
+    ranges: &[Range<usize>],
+    replacement: &str,
+    edit_index: usize,
+) -> Result<String, EditError> {
+    let removed: usize = ranges.iter().map(|range| range.len()).sum();
+    let added = ranges.len().saturating_mul(replacement.len());
+    let size = (text.len() - removed).saturating_add(added);
+    fits(size, edit_index)?;
+    let mut out = String::with_capacity(size);
     let mut last = 0;
     for range in ranges {
         out.push_str(&text[last..range.start]);
@@ -355,7 +403,7 @@ fn replace_ranges(text: &str, ranges: &[Range<usize>], replacement: &str) -> Str
         last = range.end;
     }
     out.push_str(&text[last..]);
-    out
+    Ok(out)
 }
 
 // ---------------------------------------------------------------------------
@@ -591,6 +639,9 @@ fn apply_regex(
         if range.is_empty() && is_phantom_position(text, range.start) {
             continue;
         }
+        // The result so far, with this expansion: checked before it is built.
+        let size = out.len() + (range.start - copied);
+        fits(size.saturating_add(template.expanded_len(&captures, text)), edit_index)?;
         out.push_str(&text[copied..range.start]);
         template.expand(&captures, text, &mut out);
         copied = range.end;
@@ -602,6 +653,7 @@ fn apply_regex(
             kind: NotFoundKind::Regex { pattern: edit.old_text.clone() },
         });
     }
+    fits(out.len() + (text.len() - copied), edit_index)?;
     out.push_str(&text[copied..]);
     Ok(out)
 }
@@ -678,6 +730,20 @@ impl<'a> Template<'a> {
             pieces.push(Piece::Text(&new[literal_start..]));
         }
         Ok(Template { pieces })
+    }
+
+    /// The length of what [`Template::expand`] appends for this match.
+    fn expanded_len(&self, captures: &fancy_regex::Captures<'_>, text: &str) -> usize {
+        let whole = captures.get(0).map_or(0..0, |m| m.range());
+        self.pieces
+            .iter()
+            .map(|piece| match piece {
+                Piece::Text(literal) => literal.len(),
+                Piece::Group(g) => captures.get(*g).map_or(0, |m| m.range().len()),
+                Piece::Before => whole.start,
+                Piece::After => text.len() - whole.end,
+            })
+            .fold(0, usize::saturating_add)
     }
 
     fn expand(&self, captures: &fancy_regex::Captures<'_>, text: &str, out: &mut String) {

@@ -78,6 +78,10 @@ fn missing(edit_index: usize, group: usize, n_groups: usize) -> EditError {
     EditError::MissingGroup { edit_index, group, n_groups }
 }
 
+fn too_large(edit_index: usize) -> EditError {
+    EditError::TooLarge { edit_index }
+}
+
 #[track_caller]
 fn check(content: &str, edits: &[Edit], expect: Result<&str, EditError>) {
     let got = apply_edits(content, edits);
@@ -456,6 +460,11 @@ fn messages() {
             "edit #5: replacement references capture group 2, but the pattern has only 1 group(s)",
         ),
         (
+            too_large(1),
+            "edit #2: the edited text would be larger than 64 MiB; replace fewer matches \
+             (limit: N) or with a shorter newText",
+        ),
+        (
             EditError::InvalidRegex {
                 edit_index: 0,
                 pattern: "(a".to_owned(),
@@ -467,6 +476,33 @@ fn messages() {
     for (error, message) in cases {
         assert_eq!(error.to_string(), message);
     }
+}
+
+// ---------------------------------------------------------------------------
+// Size bound
+// ---------------------------------------------------------------------------
+
+/// An edit that would grow the text past `MAX_EDITED_BYTES` is refused before
+/// the text is built, instead of exhausting memory and aborting the server.
+/// See: the `edit` fuzz target's out-of-memory input (three empty-regex
+/// edits with `` $` `` and `$'`, each squaring the text).
+#[rustfmt::skip]
+#[test]
+fn fuzz_edit_growth_is_bounded() {
+    // Every position of an empty match expands to the text before it: quadratic.
+    check(&"x".repeat(20_000), &[re_all("", "$`")], Err(too_large(0)));
+    // Each edit squares the text: the third would be about 200 MB.
+    let square = re_all("", "$`$'");
+    check("abcdefghij", &[square.clone(), square.clone(), square], Err(too_large(2)));
+    // Literal replacements: 1,000 matches of 100 KB each.
+    check(&"a".repeat(1_000), &[lim("a", &"b".repeat(100_000), 0)], Err(too_large(0)));
+    check(&"a".repeat(1_000), &[ci_lim("A", &"b".repeat(100_000), 0)], Err(too_large(0)));
+    // The whitespace fallback re-indents each line of newText by the block's indent.
+    let deep = format!("{}target\n", " ".repeat(1_000_000));
+    check(&deep, &[lit("target  ", &"x\n".repeat(100))], Err(too_large(0)));
+    // Growth below the bound is not refused: 1,001 empty matches, 1,000 bytes each.
+    let grown = "x".repeat(1_001 * 1_000 + 1_000);
+    check(&"x".repeat(1_000), &[re_lim("", &"x".repeat(1_000), 0)], Ok(&grown));
 }
 
 // ---------------------------------------------------------------------------
