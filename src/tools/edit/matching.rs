@@ -38,6 +38,7 @@
 //!
 //! No edit may make the text larger than [`MAX_EDITED_BYTES`]; the size is
 //! checked before the text is built ([`EditError::TooLarge`]).
+//! [`apply_edits_within`] takes another bound.
 
 use std::borrow::Cow;
 use std::fmt;
@@ -58,7 +59,9 @@ const BOM: char = '\u{feff}';
 /// quadratic in the file (a 200 KB file becomes 20 GB), each further edit of
 /// the call squares it again, and a failed allocation aborts the process,
 /// which no `catch_unwind` survives. Found by the `edit` fuzz target.
-pub const MAX_EDITED_BYTES: usize = 64 * 1024 * 1024;
+pub const MAX_EDITED_BYTES: usize = 64 * MIB;
+
+const MIB: usize = 1024 * 1024;
 
 /// One edit operation, as received from the tool call.
 #[derive(Debug, Clone)]
@@ -113,9 +116,11 @@ pub enum EditError {
         edit_index: usize,
         pattern: String,
     },
-    /// The edit would make the text larger than [`MAX_EDITED_BYTES`].
+    /// The edit would make the text larger than `max_bytes`
+    /// ([`MAX_EDITED_BYTES`] unless the caller chose another bound).
     TooLarge {
         edit_index: usize,
+        max_bytes: usize,
     },
 }
 
@@ -161,13 +166,14 @@ impl fmt::Display for EditError {
                  stopped; simplify it (avoid nested quantifiers such as `(a+)+`)",
                 edit_index + 1
             ),
-            EditError::TooLarge { edit_index } => write!(
-                f,
-                "edit #{}: the edited text would be larger than {} MiB; replace fewer matches \
-                 (limit: N) or with a shorter newText",
-                edit_index + 1,
-                MAX_EDITED_BYTES / (1024 * 1024)
-            ),
+            EditError::TooLarge { edit_index, max_bytes } => {
+                write!(f, "edit #{}: the edited text would be larger than ", edit_index + 1)?;
+                match max_bytes % MIB {
+                    0 => write!(f, "{} MiB", max_bytes / MIB)?,
+                    _ => write!(f, "{max_bytes} bytes")?,
+                }
+                f.write_str("; replace fewer matches (limit: N) or with a shorter newText")
+            }
             EditError::MissingGroup { edit_index, group, n_groups } => write!(
                 f,
                 "edit #{}: replacement references capture group {group}, but the pattern has \
@@ -183,11 +189,22 @@ impl std::error::Error for EditError {}
 /// Applies the edits in order to an in-memory copy; the first failure aborts
 /// the whole sequence, so the caller never sees (or writes) a partial result.
 pub fn apply_edits(content: &str, edits: &[Edit]) -> Result<String, EditError> {
+    apply_edits_within(content, edits, MAX_EDITED_BYTES)
+}
+
+/// [`apply_edits`] with no edit allowed to make the text larger than
+/// `max_bytes` (not counting a BOM). The fuzz target uses a small bound, so
+/// that no input spends seconds growing a text towards 64 MiB.
+pub fn apply_edits_within(
+    content: &str,
+    edits: &[Edit],
+    max_bytes: usize,
+) -> Result<String, EditError> {
     let (bom, body) = match content.strip_prefix(BOM) {
         Some(rest) => (true, rest),
         None => (false, content),
     };
-    let style = FileStyle { bom, crlf: uses_crlf(body) };
+    let style = FileStyle { bom, crlf: uses_crlf(body), max_bytes };
     let mut text = body.to_owned();
     for (edit_index, edit) in edits.iter().enumerate() {
         text = if edit.is_regex {
@@ -202,11 +219,13 @@ pub fn apply_edits(content: &str, edits: &[Edit]) -> Result<String, EditError> {
     Ok(text)
 }
 
-/// Properties of the file as read, which decide how edit texts are adapted.
+/// Properties of the file as read, which decide how edit texts are adapted,
+/// and the size the text may grow to.
 #[derive(Debug, Clone, Copy)]
 struct FileStyle {
     bom: bool,
     crlf: bool,
+    max_bytes: usize,
 }
 
 /// True if `\r\n` is the dominant line ending (strictly more `\r\n` than lone
@@ -265,17 +284,17 @@ fn apply_literal(
         if ranges.is_empty() {
             return Err(not_found_literal(edit_index, false));
         }
-        return replace_ranges(text, &ranges, &new, edit_index);
+        return replace_ranges(text, &ranges, &new, edit_index, style.max_bytes);
     }
     match (hits.next(), hits.next()) {
-        (Some(only), None) => replace_ranges(text, &[only], &new, edit_index),
+        (Some(only), None) => replace_ranges(text, &[only], &new, edit_index, style.max_bytes),
         (Some(_), Some(_)) => Err(EditError::NotUnique {
             edit_index,
             n: 2 + hits.count(),
             whitespace_normalized: false,
         }),
         (None, _) if edit.case_insensitive => Err(not_found_literal(edit_index, false)),
-        (None, _) => replace_normalized_block(text, &old, &new, edit_index),
+        (None, _) => replace_normalized_block(text, &old, &new, edit_index, style.max_bytes),
     }
 }
 
@@ -285,6 +304,7 @@ fn replace_normalized_block(
     old: &str,
     new: &str,
     edit_index: usize,
+    max_bytes: usize,
 ) -> Result<String, EditError> {
     match find_normalized_block(text, old) {
         BlockSearch::NotApplicable => Err(not_found_literal(edit_index, false)),
@@ -294,9 +314,9 @@ fn replace_normalized_block(
             // Every line of `new` may gain the indent: bounded before it is built.
             let most =
                 new.len().saturating_add(new.split('\n').count().saturating_mul(indent.len()));
-            fits(text.len().saturating_add(most), edit_index)?;
+            fits(text.len().saturating_add(most), edit_index, max_bytes)?;
             let replacement = reindent(new, indent);
-            replace_ranges(text, &[first], &replacement, edit_index)
+            replace_ranges(text, &[first], &replacement, edit_index, max_bytes)
         }
         BlockSearch::Found { count, .. } => {
             Err(EditError::NotUnique { edit_index, n: count, whitespace_normalized: true })
@@ -375,10 +395,10 @@ impl<'a> LiteralFinder<'a> {
     }
 }
 
-/// Refuses a text of `size` bytes if it is over [`MAX_EDITED_BYTES`].
-fn fits(size: usize, edit_index: usize) -> Result<(), EditError> {
-    if size > MAX_EDITED_BYTES {
-        return Err(EditError::TooLarge { edit_index });
+/// Refuses a text of `size` bytes if it is over `max_bytes`.
+fn fits(size: usize, edit_index: usize, max_bytes: usize) -> Result<(), EditError> {
+    if size > max_bytes {
+        return Err(EditError::TooLarge { edit_index, max_bytes });
     }
     Ok(())
 }
@@ -390,11 +410,12 @@ fn replace_ranges(
     ranges: &[Range<usize>],
     replacement: &str,
     edit_index: usize,
+    max_bytes: usize,
 ) -> Result<String, EditError> {
     let removed: usize = ranges.iter().map(|range| range.len()).sum();
     let added = ranges.len().saturating_mul(replacement.len());
     let size = (text.len() - removed).saturating_add(added);
-    fits(size, edit_index)?;
+    fits(size, edit_index, max_bytes)?;
     let mut out = String::with_capacity(size);
     let mut last = 0;
     for range in ranges {
@@ -641,7 +662,8 @@ fn apply_regex(
         }
         // The result so far, with this expansion: checked before it is built.
         let size = out.len() + (range.start - copied);
-        fits(size.saturating_add(template.expanded_len(&captures, text)), edit_index)?;
+        let size = size.saturating_add(template.expanded_len(&captures, text));
+        fits(size, edit_index, style.max_bytes)?;
         out.push_str(&text[copied..range.start]);
         template.expand(&captures, text, &mut out);
         copied = range.end;
@@ -653,7 +675,7 @@ fn apply_regex(
             kind: NotFoundKind::Regex { pattern: edit.old_text.clone() },
         });
     }
-    fits(out.len() + (text.len() - copied), edit_index)?;
+    fits(out.len() + (text.len() - copied), edit_index, style.max_bytes)?;
     out.push_str(&text[copied..]);
     Ok(out)
 }

@@ -79,7 +79,7 @@ fn missing(edit_index: usize, group: usize, n_groups: usize) -> EditError {
 }
 
 fn too_large(edit_index: usize) -> EditError {
-    EditError::TooLarge { edit_index }
+    EditError::TooLarge { edit_index, max_bytes: MAX_EDITED_BYTES }
 }
 
 #[track_caller]
@@ -465,6 +465,11 @@ fn messages() {
              (limit: N) or with a shorter newText",
         ),
         (
+            EditError::TooLarge { edit_index: 0, max_bytes: 1000 },
+            "edit #1: the edited text would be larger than 1000 bytes; replace fewer matches \
+             (limit: N) or with a shorter newText",
+        ),
+        (
             EditError::InvalidRegex {
                 edit_index: 0,
                 pattern: "(a".to_owned(),
@@ -503,6 +508,24 @@ fn fuzz_edit_growth_is_bounded() {
     // Growth below the bound is not refused: 1,001 empty matches, 1,000 bytes each.
     let grown = "x".repeat(1_001 * 1_000 + 1_000);
     check(&"x".repeat(1_000), &[re_lim("", &"x".repeat(1_000), 0)], Ok(&grown));
+}
+
+/// The bound is exact for literal and regex replacements: a result of
+/// `max_bytes` is kept, one byte more is refused.
+#[rustfmt::skip]
+#[test]
+fn size_bound_is_exact() {
+    let within = |content: &str, edit: Edit, max_bytes| {
+        apply_edits_within(content, &[edit], max_bytes).map_err(|e| e.to_string())
+    };
+    assert_eq!(within("ab", lim("a", "xyz", 0), 4), Ok("xyzb".to_owned()));
+    assert_eq!(within("ab", lim("a", "xyz", 0), 3), Err("edit #1: the edited text would be larger than 3 bytes; replace fewer matches (limit: N) or with a shorter newText".to_owned()));
+    assert_eq!(within("ab", re_all("", "-"), 5), Ok("-a-b-".to_owned()));
+    assert!(within("ab", re_all("", "-"), 4).is_err());
+    assert_eq!(within("ab", re_all("b", "$`$&$'"), 4), Ok("aab".to_owned()));
+    assert!(within("ab", re_all("b", "$`$&$'"), 2).is_err());
+    // A BOM is not counted: it was there before the edit.
+    assert_eq!(within("\u{feff}ab", lim("a", "x", 0), 2), Ok("\u{feff}xb".to_owned()));
 }
 
 // ---------------------------------------------------------------------------
