@@ -346,14 +346,14 @@ impl Session {
     /// A single `tools/call`: inline if it is a quick read, else on the runtime.
     fn accept_call(self: &Arc<Self>, id: Value, params: Value, revision: Revision) {
         let name = params.get("name").and_then(Value::as_str).unwrap_or_default();
-        if INLINE_TOOLS.contains(&name) || self.must_stay_inline() {
-            let call = self.prepare(id, params, revision);
+        let inline = INLINE_TOOLS.contains(&name) || self.must_stay_inline();
+        let call = self.prepare(id, params, revision);
+        if inline {
             if let Some(reply) = self.run_tool(call) {
                 self.send_reply(reply);
             }
             return;
         }
-        let call = self.prepare(id, params, revision);
         let running = self.running();
         let session = Arc::clone(self);
         if call.turn.is_none() {

@@ -38,6 +38,8 @@ import anyio
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
+from py_client import leaf_exceptions
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 BINARY_PLACEHOLDER = "/path/to/replay"
 SECTION = "## Configuring clients"
@@ -283,14 +285,6 @@ async def run(binary: str, readme: str) -> str:
         f"ok ({len(snippets)}/{len(snippets)} snippets: initialize + tools/list = {TOOL_COUNT} tools + list_allowed_directories;"
         f" {len(ours)} in \"{SECTION[3:]}\": {names}{also}) (protocol {revs} via initialize)"
     )
-
-
-def leaf_exceptions(e: BaseException):
-    if isinstance(e, BaseExceptionGroup):
-        for sub in e.exceptions:
-            yield from leaf_exceptions(sub)
-    else:
-        yield e
 
 
 def main() -> int:

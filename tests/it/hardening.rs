@@ -5,10 +5,10 @@
 //! `--nocapture` to see the measurements they print (peak RSS, crash-round statistics).
 
 use std::fs;
-use std::io::{self, BufRead, BufReader, BufWriter, Read, Write};
+use std::io::{self, BufWriter, Read, Write};
 use std::path::Path;
 use std::process::{Child, ChildStdin, ChildStdout, ExitStatus, Stdio};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -17,7 +17,9 @@ use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use serde_json::{json, Value};
 
-use crate::harness::{replay_command, Server, TestEnv, REPLY_TIMEOUT};
+use crate::harness::{
+    line_reader, replay_command, stderr_collector, Server, TestEnv, REPLY_TIMEOUT,
+};
 
 /// The prefix of replay's temp files (`src/tools/write.rs`, `TEMP_PREFIX`).
 const TEMP_PREFIX: &str = ".replay-tmp.";
@@ -53,15 +55,7 @@ impl Proc {
         cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
         let mut child = cmd.spawn().unwrap_or_else(|e| panic!("spawning replay: {e}"));
         let pid = Pid::from_raw(i32::try_from(child.id()).expect("pid fits i32"));
-        let mut stderr_pipe = child.stderr.take().expect("piped stderr");
-        let stderr = Arc::new(Mutex::new(Vec::new()));
-        let sink = Arc::clone(&stderr);
-        thread::spawn(move || {
-            let mut chunk = [0u8; 4096];
-            while let Ok(n @ 1..) = stderr_pipe.read(&mut chunk) {
-                sink.lock().expect("stderr lock").extend_from_slice(&chunk[..n]);
-            }
-        });
+        let stderr = stderr_collector(child.stderr.take().expect("piped stderr"));
         let stdin = child.stdin.take();
         let stdout = child.stdout.take();
         Proc { child: Some(child), pid, stdin, stdout, stderr }
@@ -144,26 +138,6 @@ impl Drop for Proc {
             let _ = child.wait();
         }
     }
-}
-
-/// Reads `stdout` line by line on a thread; the channel closes at end of output.
-fn line_reader(stdout: ChildStdout) -> Receiver<String> {
-    let (tx, rx) = mpsc::channel();
-    thread::spawn(move || {
-        let mut reader = BufReader::new(stdout);
-        loop {
-            let mut buf = Vec::new();
-            match reader.read_until(b'\n', &mut buf) {
-                Ok(0) | Err(_) => break,
-                Ok(_) => {
-                    if tx.send(String::from_utf8_lossy(&buf).into_owned()).is_err() {
-                        break;
-                    }
-                }
-            }
-        }
-    });
-    rx
 }
 
 /// The next stdout message, checked to be one JSON-RPC 2.0 object; fails after `limit`.

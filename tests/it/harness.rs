@@ -10,7 +10,7 @@ use std::fs;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::fs::{symlink, PermissionsExt};
 use std::path::{Component, Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
@@ -293,6 +293,39 @@ pub struct Server {
     backlog: Vec<Response>,
 }
 
+/// Reads `stdout` line by line on a thread; the channel closes at end of output.
+pub fn line_reader(stdout: ChildStdout) -> Receiver<String> {
+    let (tx, rx) = mpsc::channel();
+    thread::spawn(move || {
+        let mut reader = BufReader::new(stdout);
+        loop {
+            let mut buf = Vec::new();
+            match reader.read_until(b'\n', &mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {
+                    if tx.send(String::from_utf8_lossy(&buf).into_owned()).is_err() {
+                        break;
+                    }
+                }
+            }
+        }
+    });
+    rx
+}
+
+/// Collects everything `stderr` says, on a thread.
+pub fn stderr_collector(mut stderr: ChildStderr) -> Arc<Mutex<Vec<u8>>> {
+    let sink = Arc::new(Mutex::new(Vec::new()));
+    let collected = Arc::clone(&sink);
+    thread::spawn(move || {
+        let mut chunk = [0u8; 4096];
+        while let Ok(n @ 1..) = stderr.read(&mut chunk) {
+            sink.lock().expect("stderr lock").extend_from_slice(&chunk[..n]);
+        }
+    });
+    collected
+}
+
 impl Server {
     /// `replay --mcp-server --allow <root>:rw`, initialized.
     pub fn start(env: &TestEnv) -> Server {
@@ -326,34 +359,8 @@ impl Server {
     pub fn from_command(mut cmd: Command) -> Server {
         cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
         let mut child = cmd.spawn().unwrap_or_else(|e| panic!("spawning {BIN}: {e}"));
-        let stdout = child.stdout.take().expect("piped stdout");
-        let mut stderr_pipe = child.stderr.take().expect("piped stderr");
-        let (tx, lines) = mpsc::channel();
-        thread::spawn(move || {
-            let mut reader = BufReader::new(stdout);
-            loop {
-                let mut buf = Vec::new();
-                match reader.read_until(b'\n', &mut buf) {
-                    Ok(0) | Err(_) => break,
-                    Ok(_) => {
-                        if tx.send(String::from_utf8_lossy(&buf).into_owned()).is_err() {
-                            break;
-                        }
-                    }
-                }
-            }
-        });
-        let stderr = Arc::new(Mutex::new(Vec::new()));
-        let sink = Arc::clone(&stderr);
-        thread::spawn(move || {
-            let mut chunk = [0u8; 4096];
-            while let Ok(n) = stderr_pipe.read(&mut chunk) {
-                if n == 0 {
-                    break;
-                }
-                sink.lock().expect("stderr lock").extend_from_slice(&chunk[..n]);
-            }
-        });
+        let lines = line_reader(child.stdout.take().expect("piped stdout"));
+        let stderr = stderr_collector(child.stderr.take().expect("piped stderr"));
         let stdin = child.stdin.take();
         Server { child: Some(child), stdin, lines, stderr, next_id: 1, backlog: Vec::new() }
     }
