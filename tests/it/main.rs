@@ -8,6 +8,7 @@ mod hardening;
 mod harness;
 mod policy;
 mod protocol;
+mod race;
 mod read;
 mod revisions;
 mod roots;
