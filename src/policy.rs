@@ -11,14 +11,20 @@
 //!
 //! The check runs before the filesystem is touched for the operation itself, so a path outside the
 //! allowed set is refused whether or not it exists. The window between this check and the use of
-//! the path (a component swapped for a symlink in between) is closed by the hardening issue's
-//! `openat2(RESOLVE_BENEATH)`; until then this module is the whole guard.
+//! the path (a component swapped for a symlink in between) is closed by [`confined`]: tools open,
+//! create, rename and remove through a [`ResolvedPath`]'s methods, which the kernel keeps beneath
+//! the root's handle, never by the path string.
 
 use std::collections::VecDeque;
 use std::ffi::OsString;
 use std::fmt;
 use std::io;
 use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
+
+pub mod confined;
+
+use confined::RootDir;
 
 /// What a root lets a client do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -87,16 +93,20 @@ impl fmt::Display for Denied {
     }
 }
 
-/// A path that passed the policy.
+/// A path that passed the policy. Tools reach it only through its methods (in [`confined`]),
+/// which open it beneath `root`'s handle.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ResolvedPath {
-    /// What tools operate on: absolute, every existing symlink resolved (for
-    /// [`Policy::resolve_remove`], all but the last component).
+    /// Where the path lands: absolute, every existing symlink resolved (for
+    /// [`Policy::resolve_remove`], all but the last component). For comparing and naming, not
+    /// for opening: the tree may change after the check.
     pub real: PathBuf,
     /// What responses show: the client's path made absolute and lexically normalized.
     pub shown: PathBuf,
     /// The access of the most specific root that holds `real`.
     pub access: Access,
+    /// That root, with its handle.
+    root: Arc<RootDir>,
 }
 
 /// Symlinks followed while resolving one path before giving up, as Linux's `MAXSYMLINKS`.
@@ -107,18 +117,22 @@ const MAX_PATH_BYTES: usize = 4096;
 #[derive(Debug, Clone, Default)]
 pub struct Policy {
     roots: Vec<AllowedRoot>,
+    /// A handle on each root, in the same order.
+    handles: Vec<Arc<RootDir>>,
     home: Option<PathBuf>,
 }
 
 impl Policy {
-    /// `roots` must already be canonical; the first is the project directory.
+    /// `roots` must already be canonical; the first is the project directory. Each is opened
+    /// here, once.
     pub fn new(roots: Vec<AllowedRoot>, home: Option<PathBuf>) -> Policy {
-        Policy { roots, home }
+        let handles = roots.iter().map(|r| Arc::new(RootDir::open(&r.path))).collect();
+        Policy { roots, handles, home }
     }
 
     /// The same policy over other roots (client roots narrowing the command line's).
     pub fn with_roots(&self, roots: Vec<AllowedRoot>) -> Policy {
-        Policy { roots, home: self.home.clone() }
+        Policy::new(roots, self.home.clone())
     }
 
     pub fn roots(&self) -> &[AllowedRoot] {
@@ -168,25 +182,29 @@ impl Policy {
         if resolved.access == Access::Write {
             return Ok(resolved);
         }
-        let root = self.most_specific_root(&resolved.real).map(|r| r.path.clone());
-        let reason = DenyReason::ReadOnly { root: root.unwrap_or_default() };
+        let reason = DenyReason::ReadOnly { root: resolved.root.path.clone() };
         Err(Denied { path: resolved.shown, reason })
     }
 
     fn contain(&self, shown: PathBuf, real: PathBuf) -> Result<ResolvedPath, Denied> {
         match self.most_specific_root(&real) {
-            Some(root) => Ok(ResolvedPath { access: root.access, real, shown }),
+            Some(i) => {
+                let (access, root) = (self.roots[i].access, Arc::clone(&self.handles[i]));
+                Ok(ResolvedPath { access, real, shown, root })
+            }
             None => Err(Denied { path: shown, reason: DenyReason::Outside { real } }),
         }
     }
 
-    /// The deepest root holding `path`: a read-only folder inside a read-write root stays
-    /// read-only, and a read-write folder inside a read-only root is writable.
-    fn most_specific_root(&self, path: &Path) -> Option<&AllowedRoot> {
+    /// The index of the deepest root holding `path`: a read-only folder inside a read-write
+    /// root stays read-only, and a read-write folder inside a read-only root is writable.
+    fn most_specific_root(&self, path: &Path) -> Option<usize> {
         self.roots
             .iter()
-            .filter(|r| path.starts_with(&r.path))
-            .max_by_key(|r| r.path.components().count())
+            .enumerate()
+            .filter(|(_, r)| path.starts_with(&r.path))
+            .max_by_key(|(_, r)| r.path.components().count())
+            .map(|(i, _)| i)
     }
 
     /// Returns `(shown, real)`.

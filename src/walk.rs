@@ -1,28 +1,40 @@
 //! Finding files under a directory: the recursive walk every multi-file tool shares, and globs.
 //!
-//! The walk runs on all cores (ripgrep's `ignore` crate with its filters off), then sorts, so
-//! results are stable: depth-first, siblings by name. It never follows a symlink: a link is
-//! reported as a link and never descended, so a walk cannot leave its directory or loop.
+//! The walk runs on all cores, then sorts, so results are stable: depth-first, siblings by
+//! name. It never follows a symlink: a link is reported as a link and never descended, so a walk
+//! cannot leave its directory or loop. Every directory is opened relative to its parent's
+//! handle with `O_NOFOLLOW` (`policy::confined`), starting from the root's handle, so a
+//! directory swapped for a symlink while the walk runs fails to open instead of leading out;
+//! a visitor opens a file the same way, through [`Entry::open`].
+//!
 //! Replay's own temp files are skipped. With `respect_gitignore`, `.gitignore` files and
 //! `.git/info/exclude` inside the walked directory apply (never one above it: that could be
 //! outside the allowed set), and `.git` itself is skipped. A walk given the call's `Cancel`
 //! stops soon after it is set; one given a `Tally` counts the entries it reports.
 
 use std::cmp::Ordering;
+use std::ffi::OsString;
+use std::fs::File;
+use std::io::{self, Read};
+use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Condvar, Mutex};
 
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
-use ignore::WalkState;
+use ignore::gitignore::{Gitignore, GitignoreBuilder};
 
 use crate::error::ToolError;
+use crate::policy::confined::{self, Kind};
+use crate::policy::ResolvedPath;
 use crate::tools::write::TEMP_PREFIX;
 use crate::tools::{Cancel, Progress};
 
 /// What a walked entry is, without following symlinks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum EntryKind {
+    /// A regular file, or a device, FIFO or socket.
     File,
     Dir,
     Symlink,
@@ -32,29 +44,35 @@ pub enum EntryKind {
 #[derive(Debug)]
 pub struct Entry {
     /// The walker's own path (the root joined with `rel`), kept whole: one allocation per entry,
-    /// and a file can be opened without joining again.
+    /// and a file can be named without joining again.
     path: PathBuf,
     /// Where `rel` starts in `path`.
     rel_start: usize,
     pub kind: EntryKind,
     /// 1 for the root's children.
     pub depth: usize,
+    /// The directory holding the entry, while the walk runs: what [`Entry::open`] opens it in.
+    /// Collected entries drop it, so a big tree does not hold a handle per directory.
+    dir: Option<Arc<OwnedFd>>,
 }
 
 impl Entry {
     /// Relative to the walk's root; never empty (the root itself is not reported).
     pub fn rel(&self) -> &Path {
-        use std::os::unix::ffi::OsStrExt;
         Path::new(std::ffi::OsStr::from_bytes(&self.path.as_os_str().as_bytes()[self.rel_start..]))
-    }
-
-    /// The root joined with `rel`.
-    pub fn path(&self) -> &Path {
-        &self.path
     }
 
     pub fn into_rel(self) -> PathBuf {
         self.rel().to_path_buf()
+    }
+
+    /// Opens the file for reading through its directory's handle, never through a symlink and
+    /// never blocking on a FIFO. Only while the walk runs (in a visitor).
+    pub fn open(&self) -> io::Result<File> {
+        let (Some(dir), Some(name)) = (&self.dir, self.path.file_name()) else {
+            return Err(io::Error::other("the walk that found this entry is over"));
+        };
+        confined::open_file_at(dir.as_fd(), name)
     }
 }
 
@@ -102,14 +120,18 @@ impl<'a> Tally<'a> {
     }
 }
 
-/// Every entry below `root`, sorted depth-first with siblings by name. Unreadable
-/// directories are skipped, since one bad folder should not fail a search of a whole tree.
-pub fn entries(root: &Path, options: &WalkOptions<'_>) -> Vec<Entry> {
+/// Every entry below `root`, sorted depth-first with siblings by name. Fails only when `root`
+/// itself cannot be opened as a directory; unreadable directories below it are skipped, since
+/// one bad folder should not fail a search of a whole tree.
+pub fn entries(root: &ResolvedPath, options: &WalkOptions<'_>) -> io::Result<Vec<Entry>> {
     let collected: Arc<Mutex<Vec<Vec<Entry>>>> = Arc::default();
     visit(root, options, || {
         let mut batch = Batch { entries: Vec::new(), sink: Arc::clone(&collected) };
-        move |entry| batch.entries.push(entry)
-    });
+        move |mut entry: Entry| {
+            entry.dir = None;
+            batch.entries.push(entry)
+        }
+    })?;
     let batches = std::mem::take(&mut *collected.lock().unwrap_or_else(|e| e.into_inner()));
     // Batch by batch, each freed once copied: a big tree's entries are never held twice.
     let mut all: Vec<Entry> = Vec::with_capacity(batches.iter().map(Vec::len).sum());
@@ -117,77 +139,235 @@ pub fn entries(root: &Path, options: &WalkOptions<'_>) -> Vec<Entry> {
         all.extend(batch);
     }
     all.sort_unstable_by(|a, b| path_order(a.rel(), b.rel()));
-    all
+    Ok(all)
 }
 
 /// Calls a visitor for every entry below `root`, on all cores, in no particular order: one
-/// visitor per walker thread, made by `make`, so each can keep its own buffers.
-pub fn visit<'s, M, V>(root: &'s Path, options: &WalkOptions<'s>, mut make: M)
+/// visitor per walker thread, made by `make`, so each can keep its own buffers. Fails only when
+/// `root` itself cannot be opened as a directory.
+pub fn visit<'s, M, V>(
+    root: &ResolvedPath,
+    options: &WalkOptions<'s>,
+    mut make: M,
+) -> io::Result<()>
 where
     M: FnMut() -> V,
     V: FnMut(Entry) + Send + 's,
 {
-    let (cancel, tally) = (options.cancel, options.tally);
-    let mut builder = ignore::WalkBuilder::new(root);
-    builder
-        .standard_filters(false)
-        .follow_links(false)
-        .max_depth(options.max_depth)
-        .threads(std::thread::available_parallelism().map_or(2, |n| n.get()));
-    if options.respect_gitignore {
-        builder.git_ignore(true).git_exclude(true).require_git(false).parents(false);
-    }
-    let filter_root = root.to_path_buf();
-    let exclude = options.exclude.clone();
-    let skip_git = options.respect_gitignore;
-    builder.filter_entry(move |entry| {
-        use std::os::unix::ffi::OsStrExt;
-        let name = entry.file_name().as_bytes();
-        if name.starts_with(TEMP_PREFIX.as_bytes()) || (skip_git && name == b".git") {
-            return false;
+    let handle = root.open_dir()?;
+    let ignores = options.respect_gitignore.then(|| Ignores::for_root(&handle, &root.real));
+    let root_path = root.real.as_os_str().as_bytes();
+    let walker = Walker {
+        options,
+        rel_start: root_path.len() + usize::from(!root_path.ends_with(b"/")),
+        queue: Mutex::new(Queue { jobs: Vec::new(), busy: 0 }),
+        changed: Condvar::new(),
+    };
+    walker.push(Job { dir: DirToOpen::Open(handle), path: root.real.clone(), depth: 0, ignores });
+    let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let mut visitors: Vec<V> = (0..threads).map(|_| make()).collect();
+    let mine = visitors.pop();
+    std::thread::scope(|scope| {
+        for mut visitor in visitors {
+            let walker = &walker;
+            scope.spawn(move || walker.work(&mut visitor));
         }
-        if exclude.set.is_none() {
-            return true;
-        }
-        match entry.path().strip_prefix(&filter_root) {
-            Ok(rel) if !rel.as_os_str().is_empty() => !exclude.excludes(rel),
-            _ => true,
+        if let Some(mut visitor) = mine {
+            walker.work(&mut visitor);
         }
     });
-    let rel_start = {
-        use std::os::unix::ffi::OsStrExt;
-        let root = root.as_os_str().as_bytes();
-        root.len() + usize::from(!root.ends_with(b"/"))
-    };
-    builder.build_parallel().run(|| {
-        let mut visitor = make();
-        Box::new(move |result| {
-            if cancel.is_some_and(Cancel::is_cancelled) {
-                return WalkState::Quit;
+    Ok(())
+}
+
+/// The walk's shared state: a stack of directories to read (depth-first, so few handles are
+/// open at once) and how many threads are reading one.
+struct Walker<'o, 's> {
+    options: &'o WalkOptions<'s>,
+    rel_start: usize,
+    queue: Mutex<Queue>,
+    changed: Condvar,
+}
+
+struct Queue {
+    jobs: Vec<Job>,
+    busy: usize,
+}
+
+/// A directory to read.
+struct Job {
+    dir: DirToOpen,
+    /// Its path: the root's, joined with the names on the way.
+    path: PathBuf,
+    /// 0 for the root.
+    depth: usize,
+    ignores: Option<Arc<Ignores>>,
+}
+
+/// A directory is opened when its turn comes, not when it is found, so a wide directory does
+/// not hold a handle for each of its subdirectories.
+enum DirToOpen {
+    Open(OwnedFd),
+    In(Arc<OwnedFd>, OsString),
+}
+
+impl Walker<'_, '_> {
+    fn push(&self, job: Job) {
+        self.lock().jobs.push(job);
+        self.changed.notify_one();
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Queue> {
+        self.queue.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The next directory; `None` once the stack is empty and no thread can add to it.
+    fn next(&self) -> Option<Job> {
+        let mut queue = self.lock();
+        loop {
+            if let Some(job) = queue.jobs.pop() {
+                queue.busy += 1;
+                return Some(job);
             }
-            let Ok(entry) = result else { return WalkState::Continue };
-            if entry.depth() == 0 {
-                return WalkState::Continue;
+            if queue.busy == 0 {
+                self.changed.notify_all();
+                return None;
             }
-            let Some(file_type) = entry.file_type() else { return WalkState::Continue };
-            let kind = if file_type.is_symlink() {
-                EntryKind::Symlink
-            } else if file_type.is_dir() {
-                EntryKind::Dir
-            } else {
-                EntryKind::File
+            queue = self.changed.wait(queue).unwrap_or_else(|e| e.into_inner());
+        }
+    }
+
+    fn done(&self) {
+        let mut queue = self.lock();
+        queue.busy -= 1;
+        if queue.busy == 0 && queue.jobs.is_empty() {
+            self.changed.notify_all();
+        }
+    }
+
+    fn cancelled(&self) -> bool {
+        self.options.cancel.is_some_and(Cancel::is_cancelled)
+    }
+
+    fn work<V: FnMut(Entry)>(&self, visitor: &mut V) {
+        while let Some(job) = self.next() {
+            if !self.cancelled() {
+                self.read(job, visitor);
+            }
+            self.done();
+        }
+    }
+
+    /// Reports a directory's entries and queues its subdirectories.
+    fn read<V: FnMut(Entry)>(&self, job: Job, visitor: &mut V) {
+        let options = self.options;
+        let depth = job.depth + 1;
+        if options.max_depth.is_some_and(|max| depth > max) {
+            return;
+        }
+        let dir = match job.dir {
+            DirToOpen::Open(fd) => fd,
+            DirToOpen::In(parent, name) => match confined::open_subdir(parent.as_fd(), &name) {
+                Ok(fd) => fd,
+                // Unreadable, or no longer a directory: skipped.
+                Err(_) => return,
+            },
+        };
+        let Ok(names) = confined::read_entries(dir.as_fd()) else { return };
+        let dir = Arc::new(dir);
+        let ignores = match job.ignores {
+            Some(parent) if job.depth > 0 => Some(Ignores::for_dir(&dir, &job.path, parent)),
+            other => other,
+        };
+        for found in names {
+            if self.cancelled() {
+                return;
+            }
+            let name = found.name.as_bytes();
+            if name.starts_with(TEMP_PREFIX.as_bytes())
+                || (options.respect_gitignore && name == b".git")
+            {
+                continue;
+            }
+            let kind = match found.kind {
+                Kind::Dir => EntryKind::Dir,
+                Kind::Symlink => EntryKind::Symlink,
+                Kind::File | Kind::Other => EntryKind::File,
             };
-            let depth = entry.depth();
-            let path = entry.into_path();
-            // The walker builds every path by joining names onto the root as given.
-            debug_assert!(path.starts_with(root));
-            if let Some(tally) = tally {
+            let path = job.path.join(&found.name);
+            let entry = Entry { path, rel_start: self.rel_start, kind, depth, dir: None };
+            if options.exclude.excludes(entry.rel()) {
+                continue;
+            }
+            if ignores.as_ref().is_some_and(|i| i.ignores(&entry.path, kind == EntryKind::Dir)) {
+                continue;
+            }
+            if kind == EntryKind::Dir && options.max_depth.is_none_or(|max| depth < max) {
+                self.push(Job {
+                    dir: DirToOpen::In(Arc::clone(&dir), found.name),
+                    path: entry.path.clone(),
+                    depth,
+                    ignores: ignores.clone(),
+                });
+            }
+            if let Some(tally) = options.tally {
                 tally.add_one();
             }
-            visitor(Entry { path, rel_start, kind, depth });
-            WalkState::Continue
-        })
-    });
+            visitor(Entry { dir: Some(Arc::clone(&dir)), ..entry });
+        }
+    }
+}
+
+/// The `.gitignore` rules that apply in a directory: its own file's, then its parents' up to the
+/// walk's root, then the root's `.git/info/exclude`. The nearest rule that matches decides.
+struct Ignores {
+    rules: Gitignore,
+    parent: Option<Arc<Ignores>>,
+}
+
+impl Ignores {
+    fn for_root(root: &OwnedFd, path: &Path) -> Arc<Ignores> {
+        let exclude = rules_in(root, Path::new(".git/info/exclude"), path);
+        let base =
+            Arc::new(Ignores { rules: exclude.unwrap_or_else(Gitignore::empty), parent: None });
+        Ignores::for_dir(root, path, base)
+    }
+
+    fn for_dir(dir: &OwnedFd, path: &Path, parent: Arc<Ignores>) -> Arc<Ignores> {
+        match rules_in(dir, Path::new(".gitignore"), path) {
+            Some(rules) => Arc::new(Ignores { rules, parent: Some(parent) }),
+            None => parent,
+        }
+    }
+
+    fn ignores(&self, path: &Path, is_dir: bool) -> bool {
+        let mut level = Some(self);
+        while let Some(ignores) = level {
+            let matched = ignores.rules.matched(path, is_dir);
+            if matched.is_ignore() {
+                return true;
+            }
+            if matched.is_whitelist() {
+                return false;
+            }
+            level = ignores.parent.as_deref();
+        }
+        false
+    }
+}
+
+/// The rules of the ignore file `file` below `dir` (whose path is `base`), read beneath `dir`;
+/// `None` when there is none or it has no rules.
+fn rules_in(dir: &OwnedFd, file: &Path, base: &Path) -> Option<Gitignore> {
+    let flags = nix::fcntl::OFlag::O_RDONLY | nix::fcntl::OFlag::O_NONBLOCK;
+    let handle = confined::open_beneath(dir.as_fd(), file, flags, nix::sys::stat::Mode::empty());
+    let mut text = String::new();
+    File::from(handle.ok()?).take(1 << 20).read_to_string(&mut text).ok()?;
+    let mut builder = GitignoreBuilder::new(base);
+    for line in text.lines() {
+        // A bad line is skipped, as git does.
+        let _ = builder.add_line(None, line);
+    }
+    builder.build().ok().filter(|rules| !rules.is_empty())
 }
 
 /// A walker thread's entries; handed over when the thread's visitor is dropped.

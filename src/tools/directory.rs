@@ -1,12 +1,13 @@
 //! create_directory, list_directory and directory_tree.
 
-use std::fs;
-use std::path::Path;
+use std::os::fd::AsFd;
 
 use serde::Deserialize;
 use serde_json::json;
 
 use crate::error::ToolError;
+use crate::policy::confined::{self, Kind};
+use crate::policy::ResolvedPath;
 use crate::tools::write::TEMP_PREFIX;
 use crate::tools::{Ctx, Output};
 use crate::walk::{self, EntryKind, Tally, WalkOptions};
@@ -24,8 +25,8 @@ pub struct TreeArgs {
 
 pub fn create_directory(ctx: &Ctx, args: PathArgs) -> Result<Output, ToolError> {
     let resolved = ctx.policy.resolve_write(&args.path)?;
-    fs::create_dir_all(&resolved.real).map_err(|e| {
-        if resolved.real.exists() && !resolved.real.is_dir() {
+    resolved.create_dir_all().map_err(|e| {
+        if resolved.metadata().is_ok_and(|m| !m.is_dir()) {
             ToolError::AlreadyExists { path: resolved.shown.clone() }
         } else {
             ToolError::io("create directory", &resolved.shown, e)
@@ -34,42 +35,18 @@ pub fn create_directory(ctx: &Ctx, args: PathArgs) -> Result<Output, ToolError> 
     Ok(Output::text(format!("Created directory {}", resolved.shown.display())))
 }
 
-/// What an entry is, without following symlinks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    File,
-    Dir,
-    Link,
-}
-
-impl Kind {
-    fn of(file_type: fs::FileType) -> Kind {
-        if file_type.is_symlink() {
-            Kind::Link
-        } else if file_type.is_dir() {
-            Kind::Dir
-        } else {
-            Kind::File
-        }
-    }
-}
-
 /// The entries of one directory, sorted by name (byte order, as `ls` in the C locale).
-fn sorted_entries(dir: &Path, shown: &Path) -> Result<Vec<(String, Kind)>, ToolError> {
-    let read = fs::read_dir(dir).map_err(|e| ToolError::io("list directory", shown, e))?;
+fn sorted_entries(dir: &ResolvedPath) -> Result<Vec<(String, Kind)>, ToolError> {
+    let failed = |e| ToolError::io("list directory", &dir.shown, e);
+    let handle = dir.open_dir().map_err(failed)?;
     let mut entries = Vec::new();
-    for entry in read {
-        let entry = entry.map_err(|e| ToolError::io("list directory", shown, e))?;
-        let name = entry.file_name().to_string_lossy().into_owned();
+    for entry in confined::read_entries(handle.as_fd()).map_err(failed)? {
+        let name = entry.name.to_string_lossy().into_owned();
         if name.starts_with(TEMP_PREFIX) {
             // A write in progress (or one a crash left behind): not the user's file.
             continue;
         }
-        let kind = match entry.file_type() {
-            Ok(t) => Kind::of(t),
-            Err(_) => Kind::File,
-        };
-        entries.push((name, kind));
+        entries.push((name, entry.kind));
     }
     entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
     Ok(entries)
@@ -77,7 +54,7 @@ fn sorted_entries(dir: &Path, shown: &Path) -> Result<Vec<(String, Kind)>, ToolE
 
 pub fn list_directory(ctx: &Ctx, args: PathArgs) -> Result<Output, ToolError> {
     let resolved = ctx.policy.resolve_read(&args.path)?;
-    let entries = sorted_entries(&resolved.real, &resolved.shown)?;
+    let entries = sorted_entries(&resolved)?;
     let path = resolved.shown.display().to_string();
     if entries.is_empty() {
         let structured = json!({"path": path, "entries": []});
@@ -87,9 +64,9 @@ pub fn list_directory(ctx: &Ctx, args: PathArgs) -> Result<Output, ToolError> {
     let mut data = Vec::with_capacity(entries.len());
     for (name, kind) in entries {
         let (tag, kind) = match kind {
-            Kind::File => ("[FILE] ", "file"),
+            Kind::File | Kind::Other => ("[FILE] ", "file"),
             Kind::Dir => ("[DIR]  ", "directory"),
-            Kind::Link => ("[LINK] ", "symlink"),
+            Kind::Symlink => ("[LINK] ", "symlink"),
         };
         text.push_str(tag);
         text.push_str(&name);
@@ -108,12 +85,19 @@ pub fn directory_tree(ctx: &Ctx, args: TreeArgs) -> Result<Output, ToolError> {
     let resolved = ctx.policy.resolve_read(&args.path)?;
     // Fails for a missing, unreadable or non-directory root; below it, the walk skips what it
     // cannot read.
-    fs::read_dir(&resolved.real)
-        .map_err(|e| ToolError::io("read directory", &resolved.shown, e))?;
     let name = match resolved.shown.file_name() {
         Some(name) => name.to_string_lossy().into_owned(),
         None => resolved.shown.display().to_string(),
     };
+    let tally = Tally::new(ctx.progress, |n| format!("walked {n} entries"));
+    let options = WalkOptions {
+        max_depth: args.depth,
+        cancel: Some(ctx.cancel),
+        tally: Some(&tally),
+        ..WalkOptions::default()
+    };
+    let entries = walk::entries(&resolved, &options)
+        .map_err(|e| ToolError::io("read directory", &resolved.shown, e))?;
     let mut out = Vec::with_capacity(4096);
     out.extend_from_slice(b"{\"name\":");
     write_json_string(&mut out, &name);
@@ -123,17 +107,10 @@ pub fn directory_tree(ctx: &Ctx, args: TreeArgs) -> Result<Output, ToolError> {
         return Ok(tree_output(out));
     }
     out.extend_from_slice(b",\"children\":[");
-    let tally = Tally::new(ctx.progress, |n| format!("walked {n} entries"));
-    let options = WalkOptions {
-        max_depth: args.depth,
-        cancel: Some(ctx.cancel),
-        tally: Some(&tally),
-        ..WalkOptions::default()
-    };
     // The entries come depth-first with siblings sorted, so the tree is written in one pass:
     // `open` holds, per open directory, whether it has a child written yet.
     let mut open: Vec<bool> = vec![false];
-    for entry in walk::entries(&resolved.real, &options) {
+    for entry in entries {
         while open.len() > entry.depth {
             open.pop();
             out.extend_from_slice(b"]}");

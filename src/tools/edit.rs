@@ -3,9 +3,10 @@
 
 pub mod matching;
 
-use std::fs;
-use std::io;
+use std::io::{self, Read};
 use std::path::{Path, PathBuf};
+
+use nix::fcntl::OFlag;
 
 use serde::Deserialize;
 
@@ -110,7 +111,8 @@ fn expand_glob(ctx: &Ctx, pattern: &str, dry_run: bool) -> Result<Vec<ResolvedPa
     let base = ctx.policy.resolve_read(&base_str)?;
     let set = walk::glob_set("paths", &[rest])?;
     let options = walk::WalkOptions { cancel: Some(ctx.cancel), ..walk::WalkOptions::default() };
-    let matches: Vec<PathBuf> = walk::entries(&base.real, &options)
+    let matches: Vec<PathBuf> = walk::entries(&base, &options)
+        .map_err(|e| ToolError::io("search", &base.shown, e))?
         .into_iter()
         .filter(|entry| entry.kind != walk::EntryKind::Dir && set.is_match(entry.rel()))
         .map(walk::Entry::into_rel)
@@ -139,7 +141,7 @@ fn to_edits(args: Vec<EditArgs>) -> Vec<Edit> {
 /// Edits one file; returns the reply text.
 fn edit_one(file: &ResolvedPath, edits: &[Edit], dry_run: bool) -> Result<String, ToolError> {
     let shown = &file.shown;
-    let original = match read_text(&file.real, shown) {
+    let original = match read_text(file) {
         Ok(text) => text,
         Err(ToolError::NotFound { .. }) if dry_run => return Ok(intended_edits(shown, edits)),
         Err(e) => return Err(e),
@@ -149,14 +151,17 @@ fn edit_one(file: &ResolvedPath, edits: &[Edit], dry_run: bool) -> Result<String
         return Ok(unified_diff(shown, &original, &edited));
     }
     if edited != original {
-        atomic_write(&file.real, edited.as_bytes())
-            .map_err(|e| ToolError::io("write", shown, e))?;
+        let slot = file.slot(false).map_err(|e| ToolError::io("write", shown, e))?;
+        atomic_write(&slot, edited.as_bytes()).map_err(|e| ToolError::io("write", shown, e))?;
     }
     Ok(format!("Successfully edited {}", shown.display()))
 }
 
-fn read_text(real: &Path, shown: &Path) -> Result<String, ToolError> {
-    let meta = fs::metadata(real).map_err(|e| ToolError::io("read", shown, e))?;
+fn read_text(file: &ResolvedPath) -> Result<String, ToolError> {
+    let shown = &file.shown;
+    let failed = |e| ToolError::io("read", shown, e);
+    let handle = file.open(OFlag::O_RDONLY | OFlag::O_NONBLOCK).map_err(failed)?;
+    let meta = handle.metadata().map_err(failed)?;
     if meta.is_dir() {
         return Err(ToolError::IsADirectory { path: shown.to_path_buf() });
     }
@@ -167,7 +172,12 @@ fn read_text(real: &Path, shown: &Path) -> Result<String, ToolError> {
             cap: MAX_READ_BYTES,
         });
     }
-    let bytes = fs::read(real).map_err(|e| ToolError::io("read", shown, e))?;
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    handle.take(MAX_READ_BYTES + 1).read_to_end(&mut bytes).map_err(failed)?;
+    if bytes.len() as u64 > MAX_READ_BYTES {
+        let size = bytes.len() as u64;
+        return Err(ToolError::TooLarge { path: shown.to_path_buf(), size, cap: MAX_READ_BYTES });
+    }
     String::from_utf8(bytes).map_err(|_| {
         let source = io::Error::new(
             io::ErrorKind::InvalidData,

@@ -65,7 +65,9 @@ pub fn search_files(ctx: &Ctx, args: SearchFilesArgs) -> Result<Output, ToolErro
     let needle = needle.to_lowercase();
     let ascii = needle.is_ascii();
     let mut hits: Vec<String> = Vec::new();
-    for entry in walk::entries(&dir.real, &options) {
+    for entry in
+        walk::entries(&dir, &options).map_err(|e| ToolError::io("search", &dir.shown, e))?
+    {
         let Some(name) = entry.rel().file_name().map(|n| n.to_string_lossy()) else { continue };
         // ASCII needles (nearly all) compare without allocating a lowercased copy per name.
         let found = if ascii {
@@ -107,7 +109,9 @@ pub fn glob_search(ctx: &Ctx, args: GlobSearchArgs) -> Result<Output, ToolError>
     };
     let mut hits: Vec<String> = Vec::new();
     let mut truncated = false;
-    for entry in walk::entries(&dir.real, &options) {
+    for entry in
+        walk::entries(&dir, &options).map_err(|e| ToolError::io("search", &dir.shown, e))?
+    {
         if entry.kind != EntryKind::File || !set.is_match(entry.rel()) {
             continue;
         }

@@ -15,6 +15,7 @@ use serde::Deserialize;
 
 use crate::error::ToolError;
 use crate::js_regex::{FastRegex, JsRegex};
+use crate::policy::ResolvedPath;
 use crate::tools::find::NO_MATCHES;
 use crate::tools::read::MAX_READ_BYTES;
 use crate::tools::{resolve_dir, Ctx, Output};
@@ -77,8 +78,7 @@ fn default_max_results() -> usize {
 /// Where to look: a walk root and the globs (relative to it) that select files; no globs
 /// selects every file.
 struct Scope {
-    root: PathBuf,
-    shown: PathBuf,
+    root: ResolvedPath,
     globs: Vec<String>,
 }
 
@@ -146,19 +146,19 @@ fn scopes(ctx: &Ctx, args: &GrepArgs) -> Result<(Vec<Scope>, usize), ToolError> 
             let dir = resolve_dir(ctx, dir, "search")?;
             // With only absolute globs, `directory` adds nothing of its own.
             if args.globs.is_empty() || !relative.is_empty() {
-                scopes.push(Scope { root: dir.real, shown: dir.shown, globs: relative });
+                scopes.push(Scope { root: dir, globs: relative });
             }
         }
         None if !relative.is_empty() => {
             let dir = resolve_dir(ctx, ".", "search")?;
-            scopes.push(Scope { root: dir.real, shown: dir.shown, globs: relative });
+            scopes.push(Scope { root: dir, globs: relative });
         }
         None => {}
     }
     for glob in args.globs.iter().filter(|g| g.starts_with('/')) {
         let (base, rest) = walk::split_glob(glob);
         match resolve_dir(ctx, &base.to_string_lossy(), "search") {
-            Ok(dir) => scopes.push(Scope { root: dir.real, shown: dir.shown, globs: vec![rest] }),
+            Ok(dir) => scopes.push(Scope { root: dir, globs: vec![rest] }),
             Err(ToolError::NotAllowed(_)) => skipped += 1,
             Err(ToolError::NotFound { .. }) => {}
             Err(e) => return Err(e),
@@ -237,7 +237,7 @@ fn search(
         } else {
             Some(walk::glob_set("globs", &scope.globs)?)
         };
-        walk::visit(&scope.root, options, || {
+        let searched = walk::visit(&scope.root, options, || {
             let mut buf = Vec::new();
             let (kept, seen, set, over_cap) = (&kept, &seen, &set, &over_cap);
             move |entry: walk::Entry| {
@@ -246,7 +246,7 @@ fn search(
                 {
                     return;
                 }
-                let key = || ByPath(scope.shown.join(entry.rel()));
+                let key = || ByPath(scope.root.shown.join(entry.rel()));
                 // Until the cap is reached no file is skipped: no key to build, no lock to take.
                 if over_cap.load(Ordering::Relaxed) && lock(kept).skips(&key()) {
                     return;
@@ -271,6 +271,7 @@ fn search(
                 }
             }
         });
+        searched.map_err(|e| ToolError::io("search", &scope.root.shown, e))?;
     }
     let mut kept = kept.into_inner().unwrap_or_else(|e| e.into_inner());
     let mut truncated = kept.truncated;
@@ -388,7 +389,7 @@ fn search_file(
 ) -> Option<FileHits> {
     let Limits { cap, context, mode } = *limits;
     buf.clear();
-    let mut handle = File::open(entry.path()).ok()?;
+    let mut handle = entry.open().ok()?;
     let mut probe = [0u8; BINARY_PROBE];
     let n = read_full(&mut handle, &mut probe).ok()?;
     if memchr::memchr(0, &probe[..n]).is_some() {
@@ -402,7 +403,7 @@ fn search_file(
     if lines.is_empty() {
         return None;
     }
-    let path = scope.shown.join(entry.rel()).to_string_lossy().into_owned();
+    let path = scope.root.shown.join(entry.rel()).to_string_lossy().into_owned();
     let mut hits =
         FileHits { path, lines: Vec::new(), text: String::new(), n: lines.len(), context };
     if mode == OutputMode::Content {

@@ -1,6 +1,5 @@
 //! get_file_info and list_allowed_directories.
 
-use std::fs;
 use std::os::unix::fs::MetadataExt;
 
 use serde::Deserialize;
@@ -17,8 +16,7 @@ pub struct InfoArgs {
 
 pub fn get_file_info(ctx: &Ctx, args: InfoArgs) -> Result<Output, ToolError> {
     let resolved = ctx.policy.resolve_read(&args.path)?;
-    let meta =
-        fs::metadata(&resolved.real).map_err(|e| ToolError::io("stat", &resolved.shown, e))?;
+    let meta = resolved.metadata().map_err(|e| ToolError::io("stat", &resolved.shown, e))?;
     let kind = if meta.is_dir() {
         "directory"
     } else if meta.is_file() {

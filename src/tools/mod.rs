@@ -192,7 +192,7 @@ pub fn call(name: &str, ctx: &Ctx, args: Value) -> Result<Output, ToolError> {
 /// a directory. `op` names the operation in an I/O error.
 pub fn resolve_dir(ctx: &Ctx, raw: &str, op: &'static str) -> Result<ResolvedPath, ToolError> {
     let dir = ctx.policy.resolve_read(raw)?;
-    let meta = std::fs::metadata(&dir.real).map_err(|e| ToolError::io(op, &dir.shown, e))?;
+    let meta = dir.metadata().map_err(|e| ToolError::io(op, &dir.shown, e))?;
     if !meta.is_dir() {
         return Err(ToolError::NotADirectory { path: dir.shown });
     }

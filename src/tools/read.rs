@@ -1,8 +1,8 @@
 //! read_file and read_multiple_files: text as text, binary as image, audio or a resource blob.
 
-use std::fs::File;
 use std::io::Read;
-use std::os::unix::fs::OpenOptionsExt;
+
+use nix::fcntl::OFlag;
 use std::path::Path;
 
 use serde::Deserialize;
@@ -70,10 +70,8 @@ fn read_one_of_many(ctx: &Ctx, path: &str) -> Result<String, ToolError> {
 fn read_capped(resolved: &ResolvedPath) -> Result<Vec<u8>, ToolError> {
     let shown = &resolved.shown;
     // O_NONBLOCK: opening a FIFO must not hang the call; it changes nothing for regular files.
-    let file = File::options()
-        .read(true)
-        .custom_flags(nix::fcntl::OFlag::O_NONBLOCK.bits())
-        .open(&resolved.real)
+    let file = resolved
+        .open(OFlag::O_RDONLY | OFlag::O_NONBLOCK)
         .map_err(|e| ToolError::io("read", shown, e))?;
     let meta = file.metadata().map_err(|e| ToolError::io("read", shown, e))?;
     if meta.is_dir() {

@@ -1,14 +1,15 @@
-//! move_file: rename without ever overwriting, across filesystems too.
+//! move_file: rename without ever overwriting, across filesystems too, through directory
+//! handles (`renameat2`), so neither end is looked up by path again.
 
-use std::fs;
 use std::io;
-use std::os::unix::fs::{symlink, MetadataExt, PermissionsExt};
-use std::path::Path;
+use std::os::fd::AsFd;
 
-use nix::fcntl::{renameat2, RenameFlags, AT_FDCWD};
+use nix::errno::Errno;
+use nix::fcntl::{renameat, renameat2, RenameFlags};
 use serde::Deserialize;
 
 use crate::error::ToolError;
+use crate::policy::confined::{self, Slot};
 use crate::tools::{Ctx, Output};
 
 #[derive(Deserialize)]
@@ -20,73 +21,57 @@ pub struct MoveFileArgs {
 pub fn move_file(ctx: &Ctx, args: MoveFileArgs) -> Result<Output, ToolError> {
     let source = ctx.policy.resolve_remove(&args.source)?;
     let destination = ctx.policy.resolve_write(&args.destination)?;
-    fs::symlink_metadata(&source.real).map_err(|e| ToolError::io("move", &source.shown, e))?;
-    if fs::symlink_metadata(&destination.real).is_ok() {
-        return Err(ToolError::AlreadyExists { path: destination.shown });
+    let failed = |e| ToolError::io("move", &source.shown, e);
+    let from = source.slot(false).map_err(failed)?;
+    if from.stat().map_err(failed)?.is_none() {
+        return Err(failed(io::Error::from(io::ErrorKind::NotFound)));
     }
     if destination.real.starts_with(&source.real) {
         let detail = format!("cannot move {} into itself", source.shown.display());
         return Err(ToolError::invalid_params("destination", detail));
     }
-    if let Some(parent) = destination.real.parent() {
-        fs::create_dir_all(parent)
-            .map_err(|e| ToolError::io("create parent directories", &destination.shown, e))?;
+    let to = destination
+        .slot(true)
+        .map_err(|e| ToolError::io("create parent directories", &destination.shown, e))?;
+    if to.stat().map_err(|e| ToolError::io("move", &destination.shown, e))?.is_some() {
+        return Err(ToolError::AlreadyExists { path: destination.shown });
     }
-    rename_no_replace(&source.real, &destination.real)
-        .map_err(|e| ToolError::io("move", &source.shown, e))?;
+    rename_no_replace(&from, &to).map_err(|e| match e.kind() {
+        io::ErrorKind::AlreadyExists => {
+            ToolError::AlreadyExists { path: destination.shown.clone() }
+        }
+        _ => failed(e),
+    })?;
     Ok(Output::text(format!("Moved {} -> {}", source.shown.display(), destination.shown.display())))
 }
 
 /// `renameat2(RENAME_NOREPLACE)`: the kernel refuses to replace an existing destination, so a
 /// file that appears between our check and the rename is not lost either. Across filesystems it
 /// copies, then removes the source.
-fn rename_no_replace(from: &Path, to: &Path) -> io::Result<()> {
-    match renameat2(AT_FDCWD, from, AT_FDCWD, to, RenameFlags::RENAME_NOREPLACE) {
+fn rename_no_replace(from: &Slot, to: &Slot) -> io::Result<()> {
+    let (from_dir, to_dir) = (from.dir.as_fd(), to.dir.as_fd());
+    match renameat2(from_dir, &*from.name, to_dir, &*to.name, RenameFlags::RENAME_NOREPLACE) {
         Ok(()) => Ok(()),
-        Err(nix::errno::Errno::EXDEV) => copy_then_remove(from, to),
+        Err(Errno::EXDEV) => copy_then_remove(from, to),
         // Filesystems without RENAME_NOREPLACE support (some FUSE, older NFS).
-        Err(nix::errno::Errno::EINVAL) => {
-            if fs::symlink_metadata(to).is_ok() {
+        Err(Errno::EINVAL) => {
+            if to.stat()?.is_some() {
                 return Err(io::Error::from(io::ErrorKind::AlreadyExists));
             }
-            fs::rename(from, to)
+            Ok(renameat(from_dir, &*from.name, to_dir, &*to.name)?)
         }
         Err(errno) => Err(io::Error::from(errno)),
     }
 }
 
-fn copy_then_remove(from: &Path, to: &Path) -> io::Result<()> {
-    if let Err(e) = copy_tree(from, to) {
-        // Leave the source intact and remove the half-made copy.
-        let _ = remove_any(to);
+fn copy_then_remove(from: &Slot, to: &Slot) -> io::Result<()> {
+    if let Err(e) = confined::copy_at(from.dir.as_fd(), &from.name, to.dir.as_fd(), &to.name) {
+        // Leave the source intact and remove the half-made copy: unless the destination
+        // appeared meanwhile, in which case nothing was made and it is someone else's.
+        if e.kind() != io::ErrorKind::AlreadyExists {
+            let _ = confined::remove_at(to.dir.as_fd(), &to.name);
+        }
         return Err(e);
     }
-    remove_any(from)
-}
-
-/// Copies a file, a symlink (as a link) or a directory (recursively), keeping permissions.
-fn copy_tree(from: &Path, to: &Path) -> io::Result<()> {
-    let meta = fs::symlink_metadata(from)?;
-    if meta.file_type().is_symlink() {
-        return symlink(fs::read_link(from)?, to);
-    }
-    if meta.is_dir() {
-        fs::create_dir(to)?;
-        for entry in fs::read_dir(from)? {
-            let entry = entry?;
-            copy_tree(&entry.path(), &to.join(entry.file_name()))?;
-        }
-        return fs::set_permissions(to, fs::Permissions::from_mode(meta.mode() & 0o7777));
-    }
-    fs::copy(from, to)?;
-    fs::File::open(to)?.sync_all()
-}
-
-pub fn remove_any(path: &Path) -> io::Result<()> {
-    let meta = fs::symlink_metadata(path)?;
-    if meta.is_dir() {
-        fs::remove_dir_all(path)
-    } else {
-        fs::remove_file(path)
-    }
+    confined::remove_at(from.dir.as_fd(), &from.name)
 }

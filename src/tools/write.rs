@@ -1,17 +1,22 @@
 //! write_file, and the atomic write every writer uses: temp file beside the target, fsync,
-//! rename, the original's permissions kept.
+//! rename, the original's permissions kept, all through the target directory's handle.
 
 use std::collections::HashSet;
 use std::fs::{self, File};
 use std::io::{self, Write};
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
-use std::path::{Path, PathBuf};
+use std::os::fd::{AsFd, BorrowedFd};
+use std::os::unix::fs::PermissionsExt;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{LazyLock, Mutex};
 
+use nix::errno::Errno;
+use nix::fcntl::{openat, renameat, OFlag};
+use nix::sys::stat::Mode;
+use nix::unistd::{unlinkat, UnlinkatFlags};
 use serde::Deserialize;
 
 use crate::error::ToolError;
+use crate::policy::confined::{self, Kind, Slot};
 use crate::tools::{Ctx, Output};
 
 #[derive(Deserialize)]
@@ -22,11 +27,8 @@ pub struct WriteFileArgs {
 
 pub fn write_file(ctx: &Ctx, args: WriteFileArgs) -> Result<Output, ToolError> {
     let resolved = ctx.policy.resolve_write(&args.path)?;
-    if let Some(parent) = resolved.real.parent() {
-        fs::create_dir_all(parent)
-            .map_err(|e| ToolError::io("create parent directories", &resolved.shown, e))?;
-    }
-    atomic_write(&resolved.real, args.content.as_bytes())
+    let slot = resolved.slot(true).map_err(|e| ToolError::io("write", &resolved.shown, e))?;
+    atomic_write(&slot, args.content.as_bytes())
         .map_err(|e| ToolError::io("write", &resolved.shown, e))?;
     Ok(Output::text(format!("Successfully wrote {}", resolved.shown.display())))
 }
@@ -36,40 +38,44 @@ pub fn write_file(ctx: &Ctx, args: WriteFileArgs) -> Result<Output, ToolError> {
 /// `.replay-tmp.<pid>.<n>`: the pid tells whether its writer can still be running.
 pub const TEMP_PREFIX: &str = ".replay-tmp.";
 
-/// Replaces `path` with `bytes` so that a reader (or a crash) sees the old content or the new,
-/// never a mix. An existing file keeps its permissions and, where allowed, its owner.
+/// Replaces the slot's entry with `bytes` so that a reader (or a crash) sees the old content or
+/// the new, never a mix. An existing file keeps its permissions and, where allowed, its owner.
+/// The temp file is created, and renamed over the entry, in the slot's directory handle: no
+/// path is looked up again.
 ///
 /// The first time this process writes into a directory, it first removes the temp files that
 /// killed servers left there (see `sweep_stale_temps`).
-pub fn atomic_write(path: &Path, bytes: &[u8]) -> io::Result<()> {
-    let existing = match fs::metadata(path) {
-        Ok(meta) if meta.is_dir() => return Err(io::Error::from(io::ErrorKind::IsADirectory)),
-        Ok(meta) => Some(meta),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => None,
-        Err(e) => return Err(e),
+pub fn atomic_write(slot: &Slot, bytes: &[u8]) -> io::Result<()> {
+    let existing = match slot.stat()? {
+        Some(stat) => match confined::kind_of_mode(stat.st_mode) {
+            Kind::Dir => return Err(io::Error::from(io::ErrorKind::IsADirectory)),
+            // The policy resolved every link: one here was put there since.
+            Kind::Symlink => return Err(io::Error::from(Errno::ELOOP)),
+            Kind::File | Kind::Other => Some(stat),
+        },
+        None => None,
     };
-    let dir = path.parent().unwrap_or(Path::new("/"));
+    let dir = slot.dir.as_fd();
     sweep_stale_temps(dir);
-    let (tmp_path, mut tmp) = create_temp(dir, existing.as_ref().map(|m| m.mode() & 0o7777))?;
-    let result = (|| {
+    let mode = existing.map(|stat| stat.st_mode & 0o7777);
+    let (tmp_name, mut tmp) = create_temp(dir, mode)?;
+    let result = (|| -> io::Result<()> {
         tmp.write_all(bytes)?;
-        if let Some(meta) = &existing {
+        if let Some(stat) = &existing {
             // The create mode was filtered by the umask; restore the original bits exactly.
-            tmp.set_permissions(fs::Permissions::from_mode(meta.mode() & 0o7777))?;
+            tmp.set_permissions(fs::Permissions::from_mode(stat.st_mode & 0o7777))?;
             // Only root may give a file away; for anyone else this fails and the owner is theirs.
-            let _ = std::os::unix::fs::fchown(&tmp, Some(meta.uid()), Some(meta.gid()));
+            let _ = std::os::unix::fs::fchown(&tmp, Some(stat.st_uid), Some(stat.st_gid));
         }
         tmp.sync_all()?;
-        fs::rename(&tmp_path, path)
+        Ok(renameat(dir, tmp_name.as_str(), dir, slot.name.as_os_str())?)
     })();
     if result.is_err() {
-        let _ = fs::remove_file(&tmp_path);
+        let _ = unlinkat(dir, tmp_name.as_str(), UnlinkatFlags::NoRemoveDir);
     }
     result?;
-    // Make the rename itself durable.
-    if let Ok(dir) = File::open(dir) {
-        let _ = dir.sync_all();
-    }
+    // Make the rename itself durable (a bare `O_PATH` handle cannot be synced: best effort).
+    let _ = nix::unistd::fsync(dir);
     Ok(())
 }
 
@@ -87,28 +93,30 @@ pub fn atomic_write(path: &Path, bytes: &[u8]) -> io::Result<()> {
 /// sharing the directory looks dead from here: its temp file would be removed and that one
 /// write fail (its rename finds no file), never leaving a mix. A reused pid only keeps a stale
 /// file a while longer.
-fn sweep_stale_temps(dir: &Path) {
-    // One path per directory written to, for the life of the process.
-    static SWEPT: LazyLock<Mutex<HashSet<PathBuf>>> = LazyLock::new(Mutex::default);
-    let first_time = SWEPT.lock().unwrap_or_else(|e| e.into_inner()).insert(dir.to_path_buf());
+fn sweep_stale_temps(dir: BorrowedFd<'_>) {
+    // One directory (device and inode) per directory written to, for the life of the process.
+    static SWEPT: LazyLock<Mutex<HashSet<(u64, u64)>>> = LazyLock::new(Mutex::default);
+    let Ok(stat) = nix::sys::stat::fstat(dir) else { return };
+    let key = (stat.st_dev, stat.st_ino);
+    let first_time = SWEPT.lock().unwrap_or_else(|e| e.into_inner()).insert(key);
     if !first_time {
         return;
     }
-    let Ok(entries) = fs::read_dir(dir) else { return };
+    let Ok(entries) = confined::read_entries(dir) else { return };
     let own_pid = nix::unistd::getpid();
-    for entry in entries.flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(temp_file_pid) else { continue };
-        // create_temp makes regular files only (O_NOFOLLOW, create_new).
-        let is_file = entry.file_type().is_ok_and(|t| t.is_file());
-        if pid == own_pid || !is_file {
+    for entry in entries {
+        let Some(pid) = entry.name.to_str().and_then(temp_file_pid) else { continue };
+        // create_temp makes regular files only (O_NOFOLLOW, O_EXCL).
+        if pid == own_pid || entry.kind != Kind::File {
             continue;
         }
-        if nix::sys::signal::kill(pid, None) != Err(nix::errno::Errno::ESRCH) {
+        if nix::sys::signal::kill(pid, None) != Err(Errno::ESRCH) {
             continue;
         }
-        match fs::remove_file(entry.path()) {
-            Ok(()) => tracing::info!(path = %entry.path().display(), "removed a stale temp file"),
-            Err(e) => tracing::debug!(path = %entry.path().display(), "stale temp file: {e}"),
+        let name = entry.name.to_string_lossy();
+        match unlinkat(dir, entry.name.as_os_str(), UnlinkatFlags::NoRemoveDir) {
+            Ok(()) => tracing::info!(%name, "removed a stale temp file"),
+            Err(e) => tracing::debug!(%name, "stale temp file: {e}"),
         }
     }
 }
@@ -125,21 +133,18 @@ fn temp_file_pid(name: &str) -> Option<nix::unistd::Pid> {
     Some(nix::unistd::Pid::from_raw(pid))
 }
 
-fn create_temp(dir: &Path, mode: Option<u32>) -> io::Result<(PathBuf, File)> {
+fn create_temp(dir: BorrowedFd<'_>, mode: Option<u32>) -> io::Result<(String, File)> {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let flags =
+        OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
     loop {
         let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-        let tmp_path = dir.join(format!("{TEMP_PREFIX}{}.{n}", std::process::id()));
-        let opened = File::options()
-            .write(true)
-            .create_new(true)
-            .mode(mode.unwrap_or(0o666))
-            .custom_flags(nix::fcntl::OFlag::O_NOFOLLOW.bits())
-            .open(&tmp_path);
-        match opened {
-            Ok(file) => return Ok((tmp_path, file)),
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(e),
+        let name = format!("{TEMP_PREFIX}{}.{n}", std::process::id());
+        let mode = Mode::from_bits_truncate(mode.unwrap_or(0o666));
+        match openat(dir, name.as_str(), flags, mode) {
+            Ok(fd) => return Ok((name, File::from(fd))),
+            Err(Errno::EEXIST) => continue,
+            Err(e) => return Err(e.into()),
         }
     }
 }

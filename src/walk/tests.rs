@@ -1,6 +1,14 @@
 //! Glob splitting and matching, walk order, exclusion.
 
 use super::*;
+use crate::policy::{Access, AllowedRoot, Policy};
+
+/// `root` as the policy hands it to a walk: a directory allowed by a policy of its own.
+fn resolved(root: &Path) -> ResolvedPath {
+    let root = std::fs::canonicalize(root).unwrap();
+    let policy = Policy::new(vec![AllowedRoot { path: root.clone(), access: Access::Read }], None);
+    policy.resolve_read(root.to_str().unwrap()).unwrap()
+}
 
 #[track_caller]
 fn check(pattern: &str, expect: (&str, &str)) {
@@ -62,7 +70,8 @@ fn walks_sorted_without_following_links_and_honors_excludes() {
     std::fs::write(root.join(".gitignore"), "*.log\n").unwrap();
     std::os::unix::fs::symlink("/", root.join("x/out")).unwrap();
     let names = |options: &WalkOptions| -> Vec<String> {
-        entries(&root, options).iter().map(|e| e.rel().display().to_string()).collect()
+        let walked = entries(&resolved(&root), options).unwrap();
+        walked.iter().map(|e| e.rel().display().to_string()).collect()
     };
     let all = names(&WalkOptions::default());
     assert_eq!(
@@ -114,7 +123,8 @@ fn walks_report_progress_and_stop_when_cancelled() {
         sink.lock().unwrap().push((done, message));
     });
     let tally = Tally::new(&progress, |n| format!("walked {n} entries"));
-    let all = entries(&root, &WalkOptions { tally: Some(&tally), ..Default::default() });
+    let all = entries(&resolved(&root), &WalkOptions { tally: Some(&tally), ..Default::default() })
+        .unwrap();
     assert_eq!(all.len(), 210);
     let sent = sent.lock().unwrap().clone();
     assert_eq!(sent.first(), Some(&(32, "walked 32 entries".to_string())), "{sent:?}");
@@ -122,18 +132,20 @@ fn walks_report_progress_and_stop_when_cancelled() {
 
     let cancel = Cancel::default();
     cancel.cancel();
-    assert!(entries(&root, &WalkOptions { cancel: Some(&cancel), ..Default::default() }).is_empty());
+    let options = WalkOptions { cancel: Some(&cancel), ..Default::default() };
+    assert!(entries(&resolved(&root), &options).unwrap().is_empty());
 
     let cancel = Cancel::default();
     let seen = AtomicUsize::new(0);
     let options = WalkOptions { cancel: Some(&cancel), ..Default::default() };
-    visit(&root, &options, || {
+    visit(&resolved(&root), &options, || {
         |_entry| {
             if seen.fetch_add(1, AtomicOrdering::Relaxed) + 1 == 10 {
                 cancel.cancel();
             }
         }
-    });
+    })
+    .unwrap();
     // Each walker thread may finish the entry it holds, no more.
     let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
     let seen = seen.load(AtomicOrdering::Relaxed);
