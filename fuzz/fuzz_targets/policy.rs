@@ -158,6 +158,15 @@ fn check_inside(policy: &Policy, resolved: &ResolvedPath, follow_last: bool, raw
             "accepted {raw:?}: its existing part {existing:?} is really {real:?}, outside"
         );
     }
+    // What the tools open: the kernel's open beneath the root lands where the policy said.
+    if follow_last {
+        if let Ok(file) = resolved.open(nix::fcntl::OFlag::O_PATH) {
+            let fd = std::os::fd::AsRawFd::as_raw_fd(&file);
+            let opened = std::fs::read_link(format!("/proc/self/fd/{fd}")).unwrap();
+            assert!(inside(&opened), "accepted {raw:?}: opened {opened:?}, outside");
+            assert_eq!(opened, resolved.real.components().collect::<PathBuf>(), "{raw:?}");
+        }
+    }
 }
 
 /// Where the kernel can resolve the whole path, the policy agrees with it.
