@@ -328,10 +328,17 @@ fn kind_of_fd(fd: BorrowedFd<'_>) -> io::Result<Kind> {
 }
 
 /// The entries of an open directory (not `.` and `..`), in the order `readdir` gives them.
-/// Takes its own duplicate of the handle, so `dir` stays usable for opening what it lists.
 pub fn read_entries(dir: BorrowedFd<'_>) -> io::Result<Vec<DirEntry>> {
-    let mut stream = nix::dir::Dir::from_fd(dir.try_clone_to_owned()?)?;
     let mut out = Vec::new();
+    for_each_entry(dir, |name, kind| out.push(DirEntry { name: name.to_os_string(), kind }))?;
+    Ok(out)
+}
+
+/// Calls `f` with each entry of an open directory (not `.` and `..`), without collecting them.
+/// Reads through its own duplicate of the handle, so `dir` stays usable for opening what it
+/// lists, from `f` too.
+pub fn for_each_entry(dir: BorrowedFd<'_>, mut f: impl FnMut(&OsStr, Kind)) -> io::Result<()> {
+    let mut stream = nix::dir::Dir::from_fd(dir.try_clone_to_owned()?)?;
     for entry in stream.iter() {
         let entry = entry?;
         let name: &CStr = entry.file_name();
@@ -352,9 +359,9 @@ pub fn read_entries(dir: BorrowedFd<'_>) -> io::Result<Vec<DirEntry>> {
                 Err(_) => continue,
             },
         };
-        out.push(DirEntry { name: name.to_os_string(), kind });
+        f(name, kind);
     }
-    Ok(out)
+    Ok(())
 }
 
 /// Opens the directory `name` in `dir`, for reading, never through a symlink.
