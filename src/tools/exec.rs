@@ -8,7 +8,9 @@
 //! those processes hold the pipes open, and a command's effects should end with the command.
 
 use std::io::Read;
+use std::os::fd::AsRawFd;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::PathBuf;
 use std::process::{Child, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -96,10 +98,17 @@ fn working_directory(ctx: &Ctx, raw: Option<&str>) -> Result<ResolvedPath, ToolE
 
 #[expect(clippy::disallowed_methods, reason = "exec is where replay starts processes")]
 fn spawn(ctx: &Ctx, command: &str, cwd: &ResolvedPath) -> Result<Child, ToolError> {
+    // The working directory is entered through a handle opened beneath its root, as the file
+    // tools open theirs: the child changes into `/proc/self/fd/N`, its inherited copy of the
+    // handle, so a directory swapped for a symlink after the check is not followed. (The
+    // command itself may then go anywhere its sandbox lets it.)
+    let dir = cwd.open_dir().map_err(|e| ToolError::io("use working directory", &cwd.shown, e))?;
+    let via_handle = PathBuf::from(format!("/proc/self/fd/{}", dir.as_raw_fd()));
+    let enter = if via_handle.exists() { via_handle } else { cwd.real.clone() };
     let mut cmd = std::process::Command::new("/bin/sh");
     cmd.arg("-c")
         .arg(command)
-        .current_dir(&cwd.real)
+        .current_dir(&enter)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

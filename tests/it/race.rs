@@ -253,6 +253,11 @@ fn calls(env: &TestEnv) -> Vec<(&'static str, Value)> {
         ("search_files", json!({"directory": dir, "nameContains": "-only-"})),
         ("glob_search", json!({"directory": dir, "globs": ["*"]})),
         ("read_multiple_files", json!({"paths": [d("sub/s.txt"), d("a.txt")]})),
+        // The working directory is entered through a handle: reading relative to it stays in.
+        (
+            "execute_command",
+            json!({"command": "cat f.txt a.txt sub/s.txt; ls", "workingDirectory": dir}),
+        ),
     ];
     // New names, made and removed again: a file, a directory with a parent to create, a move
     // out of root/d into the root.
