@@ -20,7 +20,7 @@ use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock, RwLock};
 
 use nix::errno::Errno;
 use nix::fcntl::{openat, openat2, readlinkat, OFlag, OpenHow, ResolveFlag, AT_FDCWD};
@@ -29,21 +29,54 @@ use nix::unistd::{unlinkat, UnlinkatFlags};
 
 use super::ResolvedPath;
 
-/// A handle on an allowed root (`O_PATH | O_DIRECTORY`), opened once when the policy is built:
-/// a root renamed or replaced later is still the directory the user allowed, or nothing.
+/// A handle on an allowed root (`O_PATH | O_DIRECTORY`), opened when the policy is built: a
+/// root renamed or replaced by a symlink later is still the directory the user allowed.
 #[derive(Debug)]
 pub struct RootDir {
     pub path: PathBuf,
-    fd: Option<OwnedFd>,
+    fd: RwLock<Option<Arc<OwnedFd>>>,
 }
 
 impl RootDir {
     pub fn open(path: &Path) -> RootDir {
-        let flags = OFlag::O_PATH | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC;
-        let fd = nix::fcntl::open(path, flags, Mode::empty())
+        let fd = open_root(path)
             .inspect_err(|e| tracing::warn!(root = %path.display(), "cannot open root: {e}"))
-            .ok();
-        RootDir { path: path.to_path_buf(), fd }
+            .ok()
+            .map(Arc::new);
+        RootDir { path: path.to_path_buf(), fd: RwLock::new(fd) }
+    }
+
+    /// The root's handle. A root that was removed and made again (`rm -rf out && mkdir out`) is
+    /// opened again, but only if its path now names a real directory at exactly that place.
+    fn handle(&self) -> io::Result<Arc<OwnedFd>> {
+        let current = self.fd.read().unwrap_or_else(|e| e.into_inner()).clone();
+        if let Some(fd) = current {
+            // A removed directory has no links left.
+            if nix::sys::stat::fstat(fd.as_fd()).is_ok_and(|stat| stat.st_nlink > 0) {
+                return Ok(fd);
+            }
+        }
+        let fresh = Arc::new(open_root(&self.path).map_err(|e| {
+            let detail = format!("the allowed directory {} is gone ({e})", self.path.display());
+            io::Error::new(io::ErrorKind::NotFound, detail)
+        })?);
+        *self.fd.write().unwrap_or_else(|e| e.into_inner()) = Some(Arc::clone(&fresh));
+        Ok(fresh)
+    }
+}
+
+/// Opens a root: a directory, not a symlink, and really at `path` (no symlink on the way).
+fn open_root(path: &Path) -> io::Result<OwnedFd> {
+    let flags = OFlag::O_PATH | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
+    let fd = nix::fcntl::open(path, flags, Mode::empty())?;
+    let fd_path = format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&fd));
+    match std::fs::read_link(fd_path) {
+        Ok(real) if real != path => Err(io::Error::new(
+            io::ErrorKind::NotFound,
+            format!("its path now leads to {}", real.display()),
+        )),
+        // Without /proc there is nothing to compare: the root's path is the user's own.
+        _ => Ok(fd),
     }
 }
 
@@ -84,13 +117,13 @@ impl ResolvedPath {
     /// Opens the resolved path itself (`O_CLOEXEC`, and `O_NOCTTY` unless `O_PATH`, are added).
     pub fn open(&self, flags: OFlag) -> io::Result<File> {
         let (root, rel) = self.beneath()?;
-        Ok(File::from(open_beneath(root, &rel, flags, Mode::empty())?))
+        Ok(File::from(open_beneath(root.as_fd(), &rel, flags, Mode::empty())?))
     }
 
     /// Opens the resolved path as a directory, for reading its entries.
     pub fn open_dir(&self) -> io::Result<OwnedFd> {
         let (root, rel) = self.beneath()?;
-        open_beneath(root, &rel, OFlag::O_RDONLY | OFlag::O_DIRECTORY, Mode::empty())
+        open_beneath(root.as_fd(), &rel, OFlag::O_RDONLY | OFlag::O_DIRECTORY, Mode::empty())
     }
 
     /// The resolved path's metadata (it is never a symlink: the policy resolved them all).
@@ -111,6 +144,7 @@ impl ResolvedPath {
             Some(p) if !p.as_os_str().is_empty() => p,
             _ => Path::new("."),
         };
+        let root = root.as_fd();
         let dir = match open_dir_for_update(root, parent) {
             Err(e) if create && e.kind() == io::ErrorKind::NotFound => make_dirs(root, parent)?,
             other => other?,
@@ -129,20 +163,18 @@ impl ResolvedPath {
     /// Creates the resolved path as a directory, and its missing parents.
     pub fn create_dir_all(&self) -> io::Result<()> {
         let (root, rel) = self.beneath()?;
-        make_dirs(root, &rel).map(drop)
+        make_dirs(root.as_fd(), &rel).map(drop)
     }
 
     /// The root's handle and the path below it (`.` for the root itself).
-    fn beneath(&self) -> io::Result<(BorrowedFd<'_>, PathBuf)> {
-        let Some(fd) = self.root.fd.as_ref() else {
-            return Err(io::Error::new(io::ErrorKind::NotFound, "the allowed directory is gone"));
-        };
+    fn beneath(&self) -> io::Result<(Arc<OwnedFd>, PathBuf)> {
+        let fd = self.root.handle()?;
         let rel = self.real.strip_prefix(&self.root.path).map_err(|_| escaped())?;
         let mut rel = if rel.as_os_str().is_empty() { PathBuf::from(".") } else { rel.into() };
         if self.names_directory() {
             rel.push("");
         }
-        Ok((fd.as_fd(), rel))
+        Ok((fd, rel))
     }
 
     /// The client wrote `name/`.

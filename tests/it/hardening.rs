@@ -922,3 +922,44 @@ fn the_first_write_into_a_directory_sweeps_only_dead_servers_temp_files() {
     assert!(!env.exists(&format!("root/d/{late}")), "a new server left {late}");
     assert_eq!(temp_files(&env.path("root/d")), expected);
 }
+
+// ---------------------------------------------------------------------------------------------
+// A root removed and made again, or replaced by a symlink
+// ---------------------------------------------------------------------------------------------
+
+/// The server holds a handle on each allowed directory. One removed and made again at the same
+/// place is used again (without Landlock, whose rules follow the old directory); one replaced by
+/// a symlink to the outside is not, and nothing outside is touched.
+#[test]
+fn a_root_made_again_is_used_and_a_root_turned_symlink_is_refused() {
+    let env = TestEnv::new(&["outside"], &[("root/a.txt", "first"), ("outside/a.txt", "secret")]);
+    let root = env.p("root");
+    let allow = format!("{root}:rw");
+    let mut server = Server::start_with(["--mcp-server", "--no-sandbox", "--allow", &allow]);
+    let a = env.p("root/a.txt");
+    assert_eq!(server.call_text("read_file", json!({"path": a})), "first");
+
+    fs::remove_dir_all(env.root()).unwrap();
+    env.mkdir("root");
+    env.write("root/a.txt", "second");
+    assert_eq!(server.call_text("read_file", json!({"path": a})), "second");
+    server.call_text("write_file", json!({"path": env.p("root/b.txt"), "content": "new"}));
+    assert_eq!(env.read_string("root/b.txt"), "new");
+
+    let before = env.snapshot().under("outside");
+    fs::remove_dir_all(env.root()).unwrap();
+    env.symlink(&env.p("outside"), "root");
+    for (tool, args) in [
+        ("read_file", json!({"path": a})),
+        ("write_file", json!({"path": a, "content": "overwritten"})),
+        ("write_file", json!({"path": env.p("root/c.txt"), "content": "new"})),
+        ("list_directory", json!({"path": root})),
+        ("delete_file", json!({"path": a})),
+    ] {
+        let reply = server.call(tool, args);
+        let line = reply.value.to_string();
+        assert!(!line.contains("secret"), "{tool}: {line}");
+        assert!(reply.value.get("error").is_some(), "{tool} succeeded: {line}");
+    }
+    assert_eq!(before.diff(&env.snapshot().under("outside")), "");
+}
