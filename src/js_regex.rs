@@ -37,10 +37,14 @@
 //! - Backreferences compare case-sensitively even with `i` (fancy-regex limitation).
 //! - Lookbehind needs a fixed length per top-level alternative (`(?<=a|bc)` works, `(?<=a+)` is
 //!   an error), and may not contain backreferences.
-//! - JS resets the captures inside a quantified group at every iteration and refuses an optional
-//!   iteration that matches the empty string; fancy-regex keeps captures from earlier iterations,
-//!   so `(?:(a)|b)+` on "ab" reports group 1 as "a" where JS reports it unset. Repeating a group
-//!   that can only match the empty string is translated specially and does agree with JS.
+//! - JS resets the captures inside a quantified group at every iteration; fancy-regex keeps
+//!   captures from earlier iterations, so `(?:(a)|b)+` on "ab" reports group 1 as "a" where JS
+//!   reports it unset. JS also refuses an optional iteration that matches the empty string:
+//!   repeating a group that can only match the empty string is translated specially, and an
+//!   unbounded repeat of one that can match it among other things (`(|a)*`) runs on
+//!   fancy-regex's VM, which repeats the JS way (the regex crate would stop at the empty
+//!   match); both agree with JS. A bounded repeat of such a group (`(|a)?`, `(|a){0,2}`) takes
+//!   the empty branch, as Perl does: "" where JS matches "a".
 //! - Group names are checked against `$`, `_`, ZWNJ, ZWJ and `char::is_alphabetic` /
 //!   `is_alphanumeric` (std has no ID_Start/ID_Continue), and `\u` escapes in names are rejected.
 //!   Names that the regex crate cannot spell (such as `$x`) become unnamed groups there; use
@@ -236,10 +240,21 @@ enum Atom {
     LookBehind,
     /// Always matches the empty string (lookahead, or a group of zero-width terms).
     ZeroWidth,
-    /// May consume characters.
+    /// Consumes at least one character.
     Consuming,
+    /// A group that may consume characters or match the empty string (`(|a)`, `(a*)`).
+    Nullable,
     /// A character outside the BMP, which JS sees as two code units.
     Astral,
+}
+
+/// What a disjunction, alternative or term can match, as far as a quantifier around it cares.
+#[derive(Clone, Copy)]
+struct Width {
+    /// Only ever the empty string.
+    zero: bool,
+    /// The empty string among others.
+    empty: bool,
 }
 
 #[derive(Clone, Copy)]
@@ -423,52 +438,75 @@ impl<'p> Translator<'p> {
 
     // ---- structure ----
 
-    /// Alternatives separated by `|`. Returns whether every alternative is zero-width.
-    fn disjunction(&mut self) -> Parsed<bool> {
-        let mut zero_width = self.alternative()?;
+    /// Alternatives separated by `|`.
+    fn disjunction(&mut self) -> Parsed<Width> {
+        let mut width = self.alternative()?;
         while self.eat('|') {
             self.out.push('|');
-            zero_width &= self.alternative()?;
+            let next = self.alternative()?;
+            width = Width { zero: width.zero && next.zero, empty: width.empty || next.empty };
         }
-        Ok(zero_width)
+        Ok(width)
     }
 
-    /// Terms up to `|`, `)` or the end. Returns whether every term is zero-width.
-    fn alternative(&mut self) -> Parsed<bool> {
-        let mut zero_width = true;
+    /// Terms up to `|`, `)` or the end.
+    fn alternative(&mut self) -> Parsed<Width> {
+        let mut width = Width { zero: true, empty: true };
         while let Some(c) = self.peek() {
             if c == '|' || c == ')' {
                 break;
             }
-            zero_width &= self.term()?;
+            let term = self.term()?;
+            width = Width { zero: width.zero && term.zero, empty: width.empty && term.empty };
         }
-        Ok(zero_width)
+        Ok(width)
     }
 
-    /// An atom and its optional quantifier. Returns whether the term is zero-width.
-    fn term(&mut self) -> Parsed<bool> {
+    /// An atom and its optional quantifier.
+    fn term(&mut self) -> Parsed<Width> {
         let out_start = self.out.len();
         let atom = self.atom()?;
         let quantifier_at = self.pos;
         let Some(quantifier) = self.quantifier()? else {
-            return Ok(matches!(atom, Atom::Assertion | Atom::LookBehind | Atom::ZeroWidth));
+            let zero = matches!(atom, Atom::Assertion | Atom::LookBehind | Atom::ZeroWidth);
+            return Ok(Width { zero, empty: zero || atom == Atom::Nullable });
         };
+        let empty = quantifier.min == 0;
         match atom {
             Atom::Assertion => self.error_at(quantifier_at, "nothing to repeat"),
             Atom::LookBehind => self.error_at(quantifier_at, "invalid quantifier"),
             Atom::ZeroWidth => {
                 self.repeat_zero_width(out_start, quantifier);
-                Ok(true)
+                Ok(Width { zero: true, empty: true })
             }
             Atom::Consuming => {
                 quantifier.write(&mut self.out);
-                Ok(false)
+                Ok(Width { zero: false, empty })
+            }
+            Atom::Nullable => {
+                self.repeat_nullable(out_start, quantifier);
+                Ok(Width { zero: false, empty: true })
             }
             Atom::Astral => {
                 self.repeat_astral(out_start, quantifier);
-                Ok(false)
+                Ok(Width { zero: false, empty: quantifier.max == Some(0) })
             }
         }
+    }
+
+    /// JS refuses an iteration beyond the minimum that matches the empty string and backtracks
+    /// into the group instead, so `(|a)*` on "a" matches "a". The regex crate takes the empty
+    /// branch and stops: "". fancy-regex's own VM repeats the JS way when the repeat is
+    /// unbounded, so such a repeat is made to run there, by a lookahead that matches everywhere:
+    /// `(?:(?=)(|a))*`. The regex crate cannot compile that, so [`FastRegex`] leaves these
+    /// patterns to the exact engine. A bounded one (`(|a)?`, `(|a){1,3}`) still takes the empty
+    /// branch: a known divergence.
+    fn repeat_nullable(&mut self, out_start: usize, quantifier: Quantifier) {
+        if quantifier.max.is_none() {
+            self.out.insert_str(out_start, "(?:(?=)");
+            self.out.push(')');
+        }
+        quantifier.write(&mut self.out);
     }
 
     /// In JS `😀*` repeats only the low surrogate of the emoji. In a well-formed string a low
@@ -584,9 +622,13 @@ impl<'p> Translator<'p> {
 
     fn plain_group(&mut self, prefix: &str, open: usize) -> Parsed<Atom> {
         self.out.push_str(prefix);
-        let zero_width = self.disjunction()?;
+        let width = self.disjunction()?;
         self.close_group(open)?;
-        Ok(if zero_width { Atom::ZeroWidth } else { Atom::Consuming })
+        Ok(match width {
+            Width { zero: true, .. } => Atom::ZeroWidth,
+            Width { empty: true, .. } => Atom::Nullable,
+            Width { .. } => Atom::Consuming,
+        })
     }
 
     fn capture_group(&mut self, name: Option<String>, open: usize) -> Parsed<Atom> {

@@ -107,6 +107,13 @@ fn translates_quantifiers() {
     check("😀+", "😀");
     check("😀*?", "😀");
     check("😀{0}", NO_CHAR);
+    // A group that can match the empty string among other things repeats on the VM (JS refuses
+    // an empty optional iteration); an exact count has no optional iteration.
+    check("(|a)*", "(?:(?=)(|a))*");
+    check("(?:a*)+?", "(?:(?=)(?:a*))+?");
+    check("(|a)?", "(|a)?");
+    check("(|a){2}", "(|a){2}");
+    check("(a)*", "(a)*");
 }
 
 #[test]
@@ -304,6 +311,14 @@ const ROWS: &[(&str, &str, &str)] = &[
     ("😀+", "", "😀😀"),
     ("a😀?", "", "a😀 a"),
     (r"\uD83D\uDE00*b", "", "😀b b"),
+    // A repeated group that can match the empty string: JS refuses an empty optional iteration
+    // and backtracks into the group (found by fuzzing).
+    ("(|a)*", "", "a aa b"),
+    ("(?:|a)+b", "", "aab b"),
+    ("(a??)*", "", "aa"),
+    ("(a*?){2,}", "", "aaa"),
+    (r"((((|a))|||||||\|k|$)|b)*", "", "a"),
+    ("(|a)*?b", "", "aab"),
     // Case-insensitive.
     ("abc", "i", "ABC aBc"),
     ("[a-z]+", "i", "Hello WORLD"),
@@ -341,7 +356,8 @@ const DIVERGENT_ROWS: &[(&str, &str, &str, &str)] = &[
     (r"(a)\1", "i", "aA", "fancy-regex backreferences ignore the i flag"),
     ("(?<=a+)b", "", "aab", "fancy-regex needs a fixed-length lookbehind"),
     ("(?:(a)|b)+", "", "ab", "JS resets the captures of a group at each iteration"),
-    ("(a*)*", "", "b", "JS rejects an empty optional iteration, leaving group 1 unset"),
+    ("(|a)?", "", "ab", "a bounded repeat of a group that can match the empty string takes the empty branch"),
+    ("(|a){0,2}", "", "aab", "a bounded repeat of a group that can match the empty string takes the empty branch"),
 ];
 
 /// (start byte, end byte, capture groups) of each match, or an error message.
@@ -485,6 +501,7 @@ const PATTERN_PIECES: &[&str] = &[
     "a", "b", "é", "A", "_", " ", "u", "c", "\n", "\r", "😀", ".", "^", "$", "|", "*", "+", "?",
     "*?", "{2}", "{1,", "{", "}", "]", "-", "&&", "--", "\\", "[", "[^", "[]", "[^]", "(", ")",
     "(?:", "(?=", "(?!", "(?<=", "(?<!", "(?<n>", "(?<m>a)", "(a)", "(b)?", "(a|b)", "(?:a|)",
+    "(|a)", "(?:|b)", "(a??)",
     "(?=a)", "a*", "b+", "a{1,2}", "[ab]", "[^a]", "[a-z]", r"[\w-]", r"[\s\S]", r"[\b]",
     r"[\d-z]", r"[a-\d]", r"[\c1]", r"[\1]", r"[\]a]", r"\b", r"\B", r"\d", r"\D", r"\w", r"\W",
     r"\s", r"\S", r"\1", r"\2", r"\8", r"\12", r"\400", r"\0", r"\k<n>", r"\k<m>", r"\x41", r"\x4",
