@@ -563,6 +563,18 @@ def grep_footer(text):
     return int(m[-1]) if m else None
 
 
+# The pre-tokenizer split of OpenAI's cl100k_base, approximated with `re` (no \p{L}: a letter is
+# [^\W\d_]). BPE then cuts each piece into one token or more, so the count is a floor for the
+# model's tokens, and a fair way to compare two formats of the same names without a tokenizer.
+PRE_TOKEN = re.compile(r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\w]?[^\W\d_]+|\d{1,3}"
+                       r"| ?[^\s\w]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+|_+")
+
+
+def output_size(text):
+    """(UTF-8 bytes, pre-tokens) of a tool's text."""
+    return len(text.encode()), len(PRE_TOKEN.findall(text))
+
+
 def tree_nodes(obj):
     """Count every object in a directory_tree JSON (a list at the top counts as the root's children)."""
     n = 0
@@ -752,11 +764,22 @@ class Bench:
         n = self.n_big()
         g = self.group("tree", "directory tree of big")
         replay_nodes = None
+        tree_bytes = {}  # label -> output_size of the tree's text, for the note
         with im.start_replay() as client:
             try:
                 times, text = repeat(lambda: client.call("directory_tree", {"path": self.big}), n)
                 replay_nodes = tree_nodes(json.loads(text))
                 g.add("replay", ms(times), result=f"{replay_nodes} nodes", peer=False)
+                tree_bytes["replay JSON"] = output_size(text)
+                # format "text": the same tree, indented; one line per node (the root included).
+                args = {"path": self.big, "format": "text"}
+                times, text = repeat(lambda: client.call("directory_tree", args), n)
+                lines = text.count("\n") + 1
+                g.add("replay", ms(times), result=f"{lines} lines", peer=False,
+                      label="replay (format text)")
+                tree_bytes["replay format text"] = output_size(text)
+                if lines != replay_nodes:
+                    g.notes.append(f"format text has {lines} lines for {replay_nodes} JSON nodes")
             except (McpError, ValueError) as e:
                 g.na("replay", f"error: {e}")
             self.rss["replay (after tree)"] = client.vm_hwm_mb()
@@ -785,12 +808,23 @@ class Bench:
                 except ValueError:
                     res = "(not JSON)"
                 g.add(name, ms(times), result=res)
+                tree_bytes[name] = output_size(text)
             except McpError as e:
                 g.na(name, f"error: {e}")
             finally:
                 if c:
                     self.rss[f"{name} (after tree)"] = c.vm_hwm_mb()
                     c.close()
+        if tree_bytes:
+            base = tree_bytes.get("replay JSON")
+            parts = []
+            for label, (size, pieces) in tree_bytes.items():
+                part = f"{label} {size:,} bytes, {pieces:,} pre-tokens"
+                if base and label != "replay JSON":
+                    part += f" ({size / base[0]:.2f}x, {pieces / base[1]:.2f}x replay JSON)"
+                parts.append(part)
+            g.notes.append("output size of the text content (UTF-8 bytes; pre-tokens: pieces of "
+                           "cl100k's split pattern, each one token or more): " + "; ".join(parts))
         summarize(g)
 
     # 5. small reads ------------------------------------------------------------------------

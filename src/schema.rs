@@ -24,6 +24,7 @@ pub static FILES: &[(&str, &str)] = embed!(
     "list_directory",
     "directory_tree",
     "move_file",
+    "copy_file",
     "delete_file",
     "get_file_info",
     "list_allowed_directories",

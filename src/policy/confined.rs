@@ -437,45 +437,98 @@ pub fn copy_at(
     to: BorrowedFd<'_>,
     to_name: &OsStr,
 ) -> io::Result<()> {
+    copy_entry(from, from_name, to, to_name, None)
+}
+
+/// Copies an open file or directory (a handle `ResolvedPath::open` gave) to `to_name` in `to`,
+/// which must not exist, as [`copy_at`] copies an entry: for a source that has no parent
+/// beneath its root (the root itself), or whose handle is already held.
+pub fn copy_open(source: &File, to: BorrowedFd<'_>, to_name: &OsStr) -> io::Result<()> {
+    let stat = nix::sys::stat::fstat(source.as_fd())?;
+    match kind_of_mode(stat.st_mode) {
+        Kind::Dir => copy_dir(source.as_fd(), stat.st_mode, to, to_name, None),
+        Kind::File => copy_file(source, stat.st_mode, to, to_name),
+        // A handle is never a symlink: the open refused one.
+        Kind::Symlink | Kind::Other => Err(not_copyable()),
+    }
+}
+
+/// `copy_at`, skipping the directory `made` (device, inode): the copy's own top directory,
+/// should it turn up inside its source (the tree renamed under the copy), so that a copy never
+/// copies itself without end.
+fn copy_entry(
+    from: BorrowedFd<'_>,
+    from_name: &OsStr,
+    to: BorrowedFd<'_>,
+    to_name: &OsStr,
+    made: Option<(u64, u64)>,
+) -> io::Result<()> {
     let stat = stat_at(from, from_name)?;
-    let mode = Mode::from_bits_truncate(stat.st_mode & 0o7777);
     match kind_of_mode(stat.st_mode) {
         Kind::Symlink => {
             let target = readlinkat(from, from_name)?;
             Ok(nix::unistd::symlinkat(target.as_os_str(), to, to_name)?)
         }
+        Kind::Dir if made == Some((stat.st_dev, stat.st_ino)) => Ok(()),
         Kind::Dir => {
             let source = open_subdir(from, from_name)?;
-            mkdirat(to, to_name, Mode::from_bits_truncate(0o700))?;
-            let target = open_subdir(to, to_name)?;
-            for entry in read_entries(source.as_fd())? {
-                copy_at(source.as_fd(), &entry.name, target.as_fd(), &entry.name)?;
-            }
-            Ok(nix::sys::stat::fchmod(target.as_fd(), mode)?)
+            copy_dir(source.as_fd(), stat.st_mode, to, to_name, made)
         }
         Kind::File => {
-            let mut source = File::from(openat(
+            let source = File::from(openat(
                 from,
                 from_name,
                 OFlag::O_RDONLY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
                 Mode::empty(),
             )?);
-            let flags = OFlag::O_WRONLY
-                | OFlag::O_CREAT
-                | OFlag::O_EXCL
-                | OFlag::O_NOFOLLOW
-                | OFlag::O_CLOEXEC;
-            let mut target =
-                File::from(openat(to, to_name, flags, Mode::from_bits_truncate(0o600))?);
-            io::copy(&mut source, &mut target)?;
-            nix::sys::stat::fchmod(target.as_fd(), mode)?;
-            target.sync_all()
+            copy_file(&source, stat.st_mode, to, to_name)
         }
-        Kind::Other => Err(io::Error::new(
-            io::ErrorKind::Unsupported,
-            "not a regular file, directory or symlink (a device, FIFO or socket)",
-        )),
+        Kind::Other => Err(not_copyable()),
     }
+}
+
+/// Makes the directory `to_name` in `to` (private until filled) and copies every entry of the
+/// open directory `source` into it; then gives it `mode`'s permission bits.
+fn copy_dir(
+    source: BorrowedFd<'_>,
+    mode: u32,
+    to: BorrowedFd<'_>,
+    to_name: &OsStr,
+    made: Option<(u64, u64)>,
+) -> io::Result<()> {
+    mkdirat(to, to_name, Mode::from_bits_truncate(0o700))?;
+    let target = open_subdir(to, to_name)?;
+    let made = match made {
+        Some(made) => made,
+        None => {
+            let stat = nix::sys::stat::fstat(target.as_fd())?;
+            (stat.st_dev, stat.st_ino)
+        }
+    };
+    for entry in read_entries(source)? {
+        copy_entry(source, &entry.name, target.as_fd(), &entry.name, Some(made))?;
+    }
+    Ok(nix::sys::stat::fchmod(target.as_fd(), Mode::from_bits_truncate(mode & 0o7777))?)
+}
+
+/// Creates `to_name` in `to` (it must not exist) with the contents of `source` and `mode`'s
+/// permission bits, and syncs it.
+fn copy_file(source: &File, mode: u32, to: BorrowedFd<'_>, to_name: &OsStr) -> io::Result<()> {
+    let flags =
+        OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
+    let mut target = File::from(openat(to, to_name, flags, Mode::from_bits_truncate(0o600))?);
+    // `io::copy` between two files uses copy_file_range: no copy through user space.
+    let mut source = source;
+    io::copy(&mut source, &mut target)?;
+    nix::sys::stat::fchmod(target.as_fd(), Mode::from_bits_truncate(mode & 0o7777))?;
+    target.sync_all()
+}
+
+fn not_copyable() -> io::Error {
+    io::Error::new(
+        io::ErrorKind::Unsupported,
+        "not a regular file, directory or symlink (a device, FIFO or socket)",
+    )
 }
 
 #[cfg(test)]

@@ -1,6 +1,11 @@
 //! create_directory, list_directory and directory_tree.
+//!
+//! list_directory reads one directory through its handle; sizes and times, when asked for,
+//! come from `fstatat` on that handle, never following a link. directory_tree collects the walk
+//! (`crate::walk`), keeps the shallowest entries when `maxEntries` cuts it short, and writes
+//! the JSON (and, for `format: "text"`, the indented tree) in one pass over the sorted entries.
 
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, BorrowedFd};
 
 use serde::Deserialize;
 use serde_json::json;
@@ -8,9 +13,10 @@ use serde_json::json;
 use crate::error::ToolError;
 use crate::policy::confined::{self, Kind};
 use crate::policy::ResolvedPath;
+use crate::tools::info::iso8601_utc;
 use crate::tools::write::TEMP_PREFIX;
-use crate::tools::{Ctx, Output};
-use crate::walk::{self, EntryKind, Tally, WalkOptions};
+use crate::tools::{Content, Ctx, Output};
+use crate::walk::{self, Entry, EntryKind, Exclude, Tally, WalkOptions};
 
 #[derive(Deserialize)]
 pub struct PathArgs {
@@ -18,9 +24,45 @@ pub struct PathArgs {
 }
 
 #[derive(Deserialize)]
+pub struct ListArgs {
+    path: String,
+    #[serde(default, rename = "withSizes")]
+    with_sizes: bool,
+    #[serde(default, rename = "sortBy")]
+    sort_by: SortBy,
+}
+
+#[derive(Deserialize, Default, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+enum SortBy {
+    #[default]
+    Name,
+    /// Largest first; directories and symlinks (which have no size shown) after the files.
+    Size,
+    /// Newest first.
+    Modified,
+}
+
+#[derive(Deserialize)]
 pub struct TreeArgs {
     path: String,
     depth: Option<usize>,
+    #[serde(default, rename = "excludeGlobs")]
+    exclude_globs: Vec<String>,
+    #[serde(default, rename = "respectGitignore")]
+    respect_gitignore: bool,
+    #[serde(rename = "maxEntries")]
+    max_entries: Option<usize>,
+    #[serde(default)]
+    format: TreeFormat,
+}
+
+#[derive(Deserialize, Default, Clone, Copy, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+enum TreeFormat {
+    #[default]
+    Json,
+    Text,
 }
 
 pub fn create_directory(ctx: &Ctx, args: PathArgs) -> Result<Output, ToolError> {
@@ -35,8 +77,21 @@ pub fn create_directory(ctx: &Ctx, args: PathArgs) -> Result<Output, ToolError> 
     Ok(Output::text(format!("Created directory {}", resolved.shown.display())))
 }
 
-/// The entries of one directory, sorted by name (byte order, as `ls` in the C locale).
-fn sorted_entries(dir: &ResolvedPath) -> Result<Vec<(String, Kind)>, ToolError> {
+/// One entry of a listed directory; `size` and `modified` are read only when asked for.
+struct Listed {
+    name: String,
+    /// The name as the directory holds it, for `fstatat` (`name` is lossily converted).
+    raw_name: std::ffi::OsString,
+    kind: Kind,
+    /// Bytes, for a file (not a directory or a symlink).
+    size: Option<u64>,
+    /// Seconds since the epoch.
+    modified: Option<i64>,
+}
+
+/// The entries of one directory, sorted by name (byte order, as `ls` in the C locale), and the
+/// open directory.
+fn sorted_entries(dir: &ResolvedPath) -> Result<(std::os::fd::OwnedFd, Vec<Listed>), ToolError> {
     let failed = |e| ToolError::io("list directory", &dir.shown, e);
     let handle = dir.open_dir().map_err(failed)?;
     let mut entries = Vec::new();
@@ -46,43 +101,127 @@ fn sorted_entries(dir: &ResolvedPath) -> Result<Vec<(String, Kind)>, ToolError> 
             // A write in progress (or one a crash left behind): not the user's file.
             continue;
         }
-        entries.push((name, entry.kind));
+        let (raw_name, kind) = (entry.name, entry.kind);
+        entries.push(Listed { name, raw_name, kind, size: None, modified: None });
     }
-    entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-    Ok(entries)
+    entries.sort_unstable_by(|a, b| a.name.cmp(&b.name));
+    Ok((handle, entries))
 }
 
-pub fn list_directory(ctx: &Ctx, args: PathArgs) -> Result<Output, ToolError> {
+/// Fills in sizes and times with `fstatat` on the directory's handle, not following links. An
+/// entry gone meanwhile keeps neither.
+fn stat_entries(dir: BorrowedFd<'_>, entries: &mut [Listed]) {
+    for entry in entries {
+        let Ok(stat) = confined::stat_at(dir, &entry.raw_name) else {
+            continue;
+        };
+        entry.modified = Some(stat.st_mtime);
+        let kind = confined::kind_of_mode(stat.st_mode);
+        if matches!(kind, Kind::File | Kind::Other) {
+            entry.size = Some(u64::try_from(stat.st_size).unwrap_or(0));
+        }
+    }
+}
+
+pub fn list_directory(ctx: &Ctx, args: ListArgs) -> Result<Output, ToolError> {
     let resolved = ctx.policy.resolve_read(&args.path)?;
-    let entries = sorted_entries(&resolved)?;
+    let (handle, mut entries) = sorted_entries(&resolved)?;
     let path = resolved.shown.display().to_string();
     if entries.is_empty() {
         let structured = json!({"path": path, "entries": []});
         return Ok(Output { structured: Some(structured), ..Output::text("(empty directory)") });
     }
+    let show_sizes = args.with_sizes || args.sort_by == SortBy::Size;
+    let show_times = args.sort_by == SortBy::Modified;
+    if show_sizes || show_times {
+        stat_entries(handle.as_fd(), &mut entries);
+    }
+    // Stable sorts, so equal keys stay in name order; an entry without the key (a directory
+    // has no size) sorts after all that have one.
+    match args.sort_by {
+        SortBy::Name => {}
+        SortBy::Size => entries.sort_by_key(|e| std::cmp::Reverse(e.size)),
+        SortBy::Modified => entries.sort_by_key(|e| std::cmp::Reverse(e.modified)),
+    }
     let mut text = String::new();
     let mut data = Vec::with_capacity(entries.len());
-    for (name, kind) in entries {
-        let (tag, kind) = match kind {
+    for entry in &entries {
+        let (tag, kind) = match entry.kind {
             Kind::File | Kind::Other => ("[FILE] ", "file"),
             Kind::Dir => ("[DIR]  ", "directory"),
             Kind::Symlink => ("[LINK] ", "symlink"),
         };
         text.push_str(tag);
-        text.push_str(&name);
+        text.push_str(&entry.name);
+        let size = entry.size.filter(|_| show_sizes).map(format_size);
+        let time = entry.modified.filter(|_| show_times).map(iso8601_utc);
+        match (size, time) {
+            (Some(size), Some(time)) => text.push_str(&format!(" ({size}, {time})")),
+            (Some(detail), None) | (None, Some(detail)) => text.push_str(&format!(" ({detail})")),
+            (None, None) => {}
+        }
         text.push('\n');
-        data.push(json!({"name": name, "type": kind}));
+        let mut item = json!({"name": entry.name, "type": kind});
+        if let Some(size) = entry.size {
+            item["size"] = json!(size);
+        }
+        if let Some(modified) = entry.modified {
+            item["modified"] = json!(iso8601_utc(modified));
+        }
+        data.push(item);
     }
-    text.pop();
+    if show_sizes {
+        text.push_str(&totals(&entries));
+    } else {
+        text.pop();
+    }
     let structured = json!({"path": path, "entries": data});
     Ok(Output { structured: Some(structured), ..Output::text(text) })
 }
 
+/// The summary under a listing with sizes, after the official server's
+/// list_directory_with_sizes: a blank line, `Total: N files, M directories` (here with
+/// `, K symlinks` when there are any, and singulars where they belong) and
+/// `Combined size: S` (files only).
+fn totals(entries: &[Listed]) -> String {
+    let count = |kinds: &[Kind]| entries.iter().filter(|e| kinds.contains(&e.kind)).count();
+    let noun = |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+    let mut total = format!(
+        "{}, {}",
+        noun(count(&[Kind::File, Kind::Other]), "file", "files"),
+        noun(count(&[Kind::Dir]), "directory", "directories")
+    );
+    let links = count(&[Kind::Symlink]);
+    if links > 0 {
+        total.push_str(&format!(", {}", noun(links, "symlink", "symlinks")));
+    }
+    let bytes: u64 = entries.iter().filter_map(|e| e.size).sum();
+    format!("\nTotal: {total}\nCombined size: {}", format_size(bytes))
+}
+
+/// Bytes as the official server's `formatSize` writes them: `512 B`, else two decimals of the
+/// largest binary unit that fits (`1.50 KB`, `2.00 MB`, up to TB).
+fn format_size(bytes: u64) -> String {
+    const UNITS: [&str; 5] = ["B", "KB", "MB", "GB", "TB"];
+    if bytes < 1024 {
+        return format!("{bytes} B");
+    }
+    let mut unit = 0;
+    let mut scaled = bytes as f64;
+    while scaled >= 1024.0 && unit < UNITS.len() - 1 {
+        scaled /= 1024.0;
+        unit += 1;
+    }
+    format!("{scaled:.2} {}", UNITS[unit])
+}
+
 /// Compact JSON `{name, type, children}`. Symlinks are leaves of type `symlink`, never followed,
 /// so the walk cannot leave the allowed set or loop. A directory at the depth limit has no
-/// `children` key; `children: []` means it is empty.
+/// `children` key; `children: []` means it is empty. With `format: "text"`, the text is an
+/// indented tree instead, and the structured content is the same JSON.
 pub fn directory_tree(ctx: &Ctx, args: TreeArgs) -> Result<Output, ToolError> {
     let resolved = ctx.policy.resolve_read(&args.path)?;
+    let exclude = Exclude::new(&args.exclude_globs)?;
     // Fails for a missing, unreadable or non-directory root; below it, the walk skips what it
     // cannot read.
     let name = match resolved.shown.file_name() {
@@ -92,68 +231,253 @@ pub fn directory_tree(ctx: &Ctx, args: TreeArgs) -> Result<Output, ToolError> {
     let tally = Tally::new(ctx.progress, |n| format!("walked {n} entries"));
     let options = WalkOptions {
         max_depth: args.depth,
+        exclude,
+        respect_gitignore: args.respect_gitignore,
         cancel: Some(ctx.cancel),
         tally: Some(&tally),
-        ..WalkOptions::default()
     };
     let entries = walk::entries(&resolved, &options)
         .map_err(|e| ToolError::io("read directory", &resolved.shown, e))?;
-    let mut out = Vec::with_capacity(4096);
-    out.extend_from_slice(b"{\"name\":");
-    write_json_string(&mut out, &name);
-    out.extend_from_slice(b",\"type\":\"directory\"");
-    if args.depth == Some(0) {
-        out.push(b'}');
-        return Ok(tree_output(out));
+    let cut = args.max_entries.and_then(|max| Cut::new(&entries, max));
+    let mut tree = TreeWriter::new(args.format == TreeFormat::Text, args.depth, cut.as_ref());
+    tree.root(&name);
+    for (i, entry) in entries.iter().enumerate() {
+        tree.entry(i, entry);
     }
-    out.extend_from_slice(b",\"children\":[");
-    // The entries come depth-first with siblings sorted, so the tree is written in one pass:
-    // `open` holds, per open directory, whether it has a child written yet.
-    let mut open: Vec<bool> = vec![false];
-    for entry in entries {
-        while open.len() > entry.depth {
-            open.pop();
-            out.extend_from_slice(b"]}");
+    let (json, text) = tree.finish();
+    let mut output = tree_output(json, text);
+    if let Some(cut) = &cut {
+        let marks = match args.format {
+            TreeFormat::Json => "directories with \"truncated\": true have entries not shown",
+            TreeFormat::Text => "a directory marked ... has entries not shown",
+        };
+        let note = format!(
+            "[truncated: {} of {} entries shown (maxEntries), the shallowest first; {marks}]",
+            cut.n_shown,
+            entries.len()
+        );
+        match args.format {
+            // The first item stays the JSON alone.
+            TreeFormat::Json => output.content.push(Content::Text(note)),
+            TreeFormat::Text => {
+                if let Some(Content::Text(text)) = output.content.first_mut() {
+                    text.push('\n');
+                    text.push_str(&note);
+                }
+            }
         }
-        if let Some(has_child) = open.last_mut() {
+    }
+    Ok(output)
+}
+
+/// What `maxEntries` leaves of a walk that found more. Entries are kept breadth-first (all of
+/// depth 1, then of depth 2, …, each level in path order), so every shown entry's parent is
+/// shown and the levels above the cut are whole. Indexed like the entries, plus the root last.
+struct Cut {
+    shown: Vec<bool>,
+    /// Some child is shown.
+    has_shown_child: Vec<bool>,
+    /// Some child is not.
+    partial: Vec<bool>,
+    /// Something at or below is not shown.
+    incomplete: Vec<bool>,
+    n_shown: usize,
+}
+
+impl Cut {
+    /// `None` when everything fits.
+    fn new(entries: &[Entry], max: usize) -> Option<Cut> {
+        let n = entries.len();
+        if n <= max {
+            return None;
+        }
+        // Each entry's parent: the last directory before it one level up (the root is `n`).
+        // The entries are depth-first, and every entry's parent was walked.
+        let mut parent = vec![n; n];
+        let mut open: Vec<usize> = Vec::new();
+        for (i, entry) in entries.iter().enumerate() {
+            open.truncate(entry.depth - 1);
+            parent[i] = open.last().copied().unwrap_or(n);
+            if entry.kind == EntryKind::Dir {
+                open.push(i);
+            }
+        }
+        let mut order: Vec<usize> = (0..n).collect();
+        // Stable: within a level, path order.
+        order.sort_by_key(|&i| entries[i].depth);
+        let mut shown = vec![false; n];
+        for &i in &order[..max] {
+            shown[i] = true;
+        }
+        let mut has_shown_child = vec![false; n + 1];
+        let mut partial = vec![false; n + 1];
+        for i in 0..n {
+            if shown[i] {
+                has_shown_child[parent[i]] = true;
+            } else {
+                partial[parent[i]] = true;
+            }
+        }
+        // Children come after their parents: one backward pass carries the flag up.
+        let mut incomplete = partial.clone();
+        for i in (0..n).rev() {
+            if incomplete[i] {
+                incomplete[parent[i]] = true;
+            }
+        }
+        Some(Cut { shown, has_shown_child, partial, incomplete, n_shown: max })
+    }
+}
+
+/// Writes the tree in one pass over the depth-first entries: always the JSON (the text of the
+/// json format, and the structured content of both), and the indented text when asked for.
+struct TreeWriter<'a> {
+    json: Vec<u8>,
+    text: Option<String>,
+    depth: Option<usize>,
+    cut: Option<&'a Cut>,
+    /// Per directory whose children array is open (the root first): whether a child has been
+    /// written yet, and whether the directory gets `"truncated": true` when it closes.
+    open: Vec<(bool, bool)>,
+}
+
+impl<'a> TreeWriter<'a> {
+    fn new(text: bool, depth: Option<usize>, cut: Option<&'a Cut>) -> TreeWriter<'a> {
+        TreeWriter {
+            json: Vec::with_capacity(4096),
+            text: text.then(String::new),
+            depth,
+            cut,
+            open: Vec::new(),
+        }
+    }
+
+    fn root(&mut self, name: &str) {
+        self.json.extend_from_slice(b"{\"name\":");
+        write_json_string(&mut self.json, name);
+        self.json.extend_from_slice(b",\"type\":\"directory\"");
+        let root = self.cut.map(|cut| cut.shown.len());
+        let unlisted = self.depth == Some(0);
+        let none_shown = match (self.cut, root) {
+            (Some(cut), Some(r)) => !cut.has_shown_child[r],
+            _ => false,
+        };
+        if let Some(text) = &mut self.text {
+            push_text_name(text, name);
+            text.push('/');
+            if unlisted || self.cut.is_some_and(|cut| root.is_some_and(|r| cut.partial[r])) {
+                text.push_str(" ...");
+            }
+        }
+        if unlisted {
+            self.json.push(b'}');
+        } else if none_shown {
+            self.json.extend_from_slice(b",\"truncated\":true}");
+        } else {
+            self.json.extend_from_slice(b",\"children\":[");
+            let incomplete = matches!((self.cut, root), (Some(cut), Some(r)) if cut.incomplete[r]);
+            self.open.push((false, incomplete));
+        }
+    }
+
+    fn entry(&mut self, i: usize, entry: &Entry) {
+        if self.cut.is_some_and(|cut| !cut.shown[i]) {
+            return;
+        }
+        while self.open.len() > entry.depth {
+            self.close();
+        }
+        if let Some((has_child, _)) = self.open.last_mut() {
             if *has_child {
-                out.push(b',');
+                self.json.push(b',');
             }
             *has_child = true;
         }
-        out.extend_from_slice(b"{\"name\":");
         let name = entry.rel().file_name().map(|n| n.to_string_lossy()).unwrap_or_default();
-        write_json_string(&mut out, &name);
+        self.json.extend_from_slice(b"{\"name\":");
+        write_json_string(&mut self.json, &name);
+        let at_limit = self.depth == Some(entry.depth);
+        let (partial, none_shown, incomplete) = match self.cut {
+            Some(cut) => (cut.partial[i], !cut.has_shown_child[i], cut.incomplete[i]),
+            None => (false, false, false),
+        };
+        let json = &mut self.json;
         match entry.kind {
-            EntryKind::Dir if args.depth == Some(entry.depth) => {
-                out.extend_from_slice(b",\"type\":\"directory\"}")
+            EntryKind::Dir if at_limit => json.extend_from_slice(b",\"type\":\"directory\"}"),
+            EntryKind::Dir if partial && none_shown => {
+                json.extend_from_slice(b",\"type\":\"directory\",\"truncated\":true}")
             }
             EntryKind::Dir => {
-                out.extend_from_slice(b",\"type\":\"directory\",\"children\":[");
-                open.push(false);
+                json.extend_from_slice(b",\"type\":\"directory\",\"children\":[");
+                self.open.push((false, incomplete));
             }
-            EntryKind::File => out.extend_from_slice(b",\"type\":\"file\"}"),
-            EntryKind::Symlink => out.extend_from_slice(b",\"type\":\"symlink\"}"),
+            EntryKind::File => json.extend_from_slice(b",\"type\":\"file\"}"),
+            EntryKind::Symlink => json.extend_from_slice(b",\"type\":\"symlink\"}"),
+        }
+        if let Some(text) = &mut self.text {
+            text.push('\n');
+            for _ in 0..entry.depth {
+                text.push_str("  ");
+            }
+            push_text_name(text, &name);
+            match entry.kind {
+                EntryKind::Dir if at_limit || partial => text.push_str("/ ..."),
+                EntryKind::Dir => text.push('/'),
+                EntryKind::Symlink => text.push('@'),
+                EntryKind::File => {}
+            }
         }
     }
-    for _ in 0..open.len() {
-        out.extend_from_slice(b"]}");
+
+    fn close(&mut self) {
+        if let Some((_, incomplete)) = self.open.pop() {
+            self.json.push(b']');
+            if incomplete {
+                self.json.extend_from_slice(b",\"truncated\":true");
+            }
+            self.json.push(b'}');
+        }
     }
-    Ok(tree_output(out))
+
+    fn finish(mut self) -> (Vec<u8>, Option<String>) {
+        while !self.open.is_empty() {
+            self.close();
+        }
+        (self.json, self.text)
+    }
 }
 
-/// The tree's JSON as the text, and `{"tree": <the same JSON>}` as the structured content,
-/// spliced into the reply unparsed: parsing a 45,000-node tree back into values and writing it
-/// again doubled the call's time.
-fn tree_output(json: Vec<u8>) -> Output {
+/// A name on its own line of the text tree: control characters (a newline in a name) escaped,
+/// so one line stays one entry.
+fn push_text_name(text: &mut String, name: &str) {
+    if !name.chars().any(char::is_control) {
+        text.push_str(name);
+        return;
+    }
+    for c in name.chars() {
+        if c.is_control() {
+            text.extend(c.escape_debug());
+        } else {
+            text.push(c);
+        }
+    }
+}
+
+/// The tree's JSON (or, for the text format, the indented tree) as the text, and
+/// `{"tree": <the JSON>}` as the structured content, spliced into the reply unparsed: parsing
+/// a 45,000-node tree back into values and writing it again doubled the call's time.
+fn tree_output(json: Vec<u8>, text: Option<String>) -> Output {
     // Names are lossily converted and JSON-escaped: the bytes are UTF-8.
-    let text = String::from_utf8(json)
+    let json = String::from_utf8(json)
         .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
-    let structured_json = format!("{{\"tree\":{text}}}");
-    Output { structured_json: Some(structured_json), ..Output::text(text) }
+    let structured_json = format!("{{\"tree\":{json}}}");
+    Output { structured_json: Some(structured_json), ..Output::text(text.unwrap_or(json)) }
 }
 
 fn write_json_string(out: &mut Vec<u8>, s: &str) {
     // serde_json's escaping, without building a Value per node.
     let _ = serde_json::to_writer(&mut *out, s);
 }
+
+#[cfg(test)]
+mod tests;

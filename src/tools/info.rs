@@ -85,7 +85,7 @@ pub fn list_allowed_directories(ctx: &Ctx) -> Output {
 }
 
 /// Seconds since the Unix epoch as `YYYY-MM-DDTHH:MM:SSZ` (proleptic Gregorian, UTC).
-fn iso8601_utc(secs: i64) -> String {
+pub(super) fn iso8601_utc(secs: i64) -> String {
     let days = secs.div_euclid(86_400);
     let rem = secs.rem_euclid(86_400);
     let (y, m, d) = civil_from_days(days);

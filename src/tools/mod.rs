@@ -4,6 +4,7 @@
 //! already been validated against `schemas/<name>.json`; every path in them still has to go
 //! through `ctx.policy` before the filesystem sees it.
 
+mod copy;
 mod delete;
 mod directory;
 pub mod edit;
@@ -172,6 +173,7 @@ pub fn call(name: &str, ctx: &Ctx, args: Value) -> Result<Output, ToolError> {
         "list_directory" => directory::list_directory(ctx, parse(args)?),
         "directory_tree" => directory::directory_tree(ctx, parse(args)?),
         "move_file" => relocate::move_file(ctx, parse(args)?),
+        "copy_file" => copy::copy_file(ctx, parse(args)?),
         "delete_file" => delete::delete_file(ctx, parse(args)?),
         "get_file_info" => info::get_file_info(ctx, parse(args)?),
         "list_allowed_directories" => Ok(info::list_allowed_directories(ctx)),

@@ -14,7 +14,7 @@
 // 2026-07-28 through server/discover, no handshake), runs one method and prints
 // `{"result": ...}` on stdout, or `{"error": ...}` on stderr with a non-zero exit. For the era
 // given, the runs are: `initialize` (the Inspector reports the negotiated revision and
-// serverInfo), tools/list (exactly the 16 tools), one tools/call of each of the 16 tools with the
+// serverInfo), tools/list (exactly the 17 tools), one tools/call of each of the 17 tools with the
 // expected text (and, from 2025-06-18 on, structuredContent from each data tool that declares an
 // outputSchema; a tools/call run lists the tools first, so the Inspector's SDK validates it), and
 // read_file /etc/passwd, which must fail with replay's "path not allowed". The runs go 4 at a
@@ -78,6 +78,7 @@ function makeFixture() {
   fs.writeFileSync(w('multi', 'a.txt'), 'old line\n');
   fs.writeFileSync(w('multi', 'b.txt'), 'old line\n');
   fs.writeFileSync(w('mv-src.txt'), 'to move\n');
+  fs.writeFileSync(w('cp-src.txt'), 'to copy\n');
   fs.writeFileSync(w('del.txt'), 'to delete\n');
   return { root, w };
 }
@@ -116,6 +117,8 @@ async function run(binary, era) {
     }],
     ['move_file', { source: w('mv-src.txt'), destination: w('mv-dst.txt') }, ['Moved'],
       () => check(!fs.existsSync(w('mv-src.txt')) && disk(w('mv-dst.txt')) === 'to move\n', 'move_file: not moved on disk')],
+    ['copy_file', { source: w('cp-src.txt'), destination: w('cp-dst.txt') }, ['Copied'],
+      () => check(disk(w('cp-src.txt')) === 'to copy\n' && disk(w('cp-dst.txt')) === 'to copy\n', 'copy_file: not copied on disk')],
     ['delete_file', { path: w('del.txt') }, ['Deleted'], () => check(!fs.existsSync(w('del.txt')), 'delete_file: still on disk')],
     ['get_file_info', { path: p('hello.txt') }, ['type: file', 'size:', 'modified:', 'permissions:']],
     ['list_allowed_directories', {}, [root, '(read-write)']],

@@ -3,7 +3,7 @@
 Usage: py_client.py [--mode legacy|auto] /path/to/replay
 
 Starts replay on a fresh temp tree through the SDK's stdio client, lists the
-tools, calls each of the 16 tools once with valid arguments, and checks one
+tools, calls each of the 17 tools once with valid arguments, and checks one
 error case (a path outside the allowed directory must surface as an MCPError
 with code -32001). From revision 2025-06-18 on, each of the 8 data tools that
 tools/list gives an outputSchema must return a structuredContent object (the
@@ -45,6 +45,7 @@ EXPECTED_TOOLS = {
     "list_directory",
     "directory_tree",
     "move_file",
+    "copy_file",
     "delete_file",
     "get_file_info",
     "list_allowed_directories",
@@ -114,7 +115,7 @@ def texts(result: types.CallToolResult) -> str:
 async def exercise(session, root: str, png: bytes, revision: str) -> str:
     """List the tools and call each once. `session` is a ClientSession or a Client (same call shapes).
 
-    Returns the line's fragment: "16/16 tools OK, structuredContent K/8".
+    Returns the line's fragment: "17/17 tools OK, structuredContent K/8".
     """
     p = lambda *parts: os.path.join(root, *parts)  # noqa: E731
     ok: set[str] = set()
@@ -188,6 +189,9 @@ async def exercise(session, root: str, png: bytes, revision: str) -> str:
     await call("glob_search", {"directory": root, "globs": ["**/*.txt"]}, p("new.txt"), p("sub", "nested.txt"))
     await call("grep_files", {"regex": "needle", "directory": root}, p("sub", "nested.txt") + ":1:a nested needle")
     await call("execute_command", {"command": "echo interop-ok", "workingDirectory": root}, "interop-ok", "[exit code: 0]")
+    await call("copy_file", {"source": p("new.txt"), "destination": p("made", "copied.txt")}, "Copied")
+    with open(p("made", "copied.txt"), "rb") as copied, open(p("new.txt"), "rb") as original:
+        check(copied.read() == original.read(), "copy_file: the copy on disk differs")
     await call("move_file", {"source": p("new.txt"), "destination": p("made", "moved.txt")}, "Moved")
     await call("delete_file", {"path": p("made", "moved.txt")}, "Deleted")
     check(not os.path.exists(p("made", "moved.txt")), "delete_file left the file on disk")

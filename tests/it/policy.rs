@@ -69,6 +69,25 @@ const TOOLS: &[ToolRow] = &[
         inline: false,
     },
     ToolRow {
+        name: "copy_file(source)",
+        // Copying only reads its source: a read-only root is enough for it.
+        args: |env, p| {
+            ("copy_file", json!({"source": p, "destination": env.p("root/copied_here")}))
+        },
+        writes: false,
+        inline: false,
+    },
+    ToolRow {
+        name: "copy_file(destination)",
+        args: |env, p| {
+            let args =
+                json!({"source": env.p("root/inside.txt"), "destination": p, "overwrite": true});
+            ("copy_file", args)
+        },
+        writes: true,
+        inline: false,
+    },
+    ToolRow {
         name: "delete_file",
         args: |_, p| ("delete_file", json!({"path": p})),
         writes: true,

@@ -201,7 +201,7 @@ fn hammer(server: &mut Server, env: &TestEnv, marker: &str) -> BTreeMap<&'static
     tallies
 }
 
-/// The calls the client cycles through: reads, writes, moves and deletes through `root/d`, and
+/// The calls the client cycles through: reads, writes, moves, copies and deletes through `root/d`, and
 /// walks of `root` and `root/d`. No argument names the marker, so a reply can only show it by
 /// having looked outside. What a call writes names its tool, so a change to `outside` says who
 /// made it. Names are reused, so the tree stays small however long the race runs.
@@ -218,6 +218,10 @@ fn calls(env: &TestEnv) -> Vec<(&'static str, Value)> {
     let edit = json!([{"oldText": old_text, "newText": new_text, "isRegex": true}]);
     let move_file = |source: String, destination: String| {
         ("move_file", json!({"source": source, "destination": destination}))
+    };
+    let copy = |source: String, destination: String, overwrite: bool| {
+        let args = json!({"source": source, "destination": destination, "overwrite": overwrite});
+        ("copy_file", args)
     };
     // Matches the outside content without spelling the marker.
     let secret = "OUTSIDE-SEC[R]ET";
@@ -258,6 +262,13 @@ fn calls(env: &TestEnv) -> Vec<(&'static str, Value)> {
             "execute_command",
             json!({"command": "cat f.txt a.txt sub/s.txt; ls", "workingDirectory": dir}),
         ),
+        // Copies out of root/d (a copy of outside content would show in the grep of root), and
+        // into it (a write outside would change `outside`).
+        copy(d("f.txt"), r("copied-f.txt"), true),
+        copy(d("sub"), r("copied-sub"), false),
+        ("delete_file", json!({"path": r("copied-sub")})),
+        copy(r("copied-f.txt"), d("copied-in.txt"), true),
+        copy(d("a.txt"), d("sub/copied-a.txt"), true),
     ];
     // New names, made and removed again: a file, a directory with a parent to create, a move
     // out of root/d into the root.

@@ -148,3 +148,30 @@ fn copies_a_tree_with_links_as_links() {
     let again = copy_at(tree.root.as_fd(), OsStr::new("a"), tree.root.as_fd(), OsStr::new("c"));
     assert_eq!(again.unwrap_err().kind(), io::ErrorKind::AlreadyExists);
 }
+
+#[test]
+fn copies_an_open_file_or_directory() {
+    let tree = Tree::new("copy-open");
+    let root = tree.base.join("root");
+    let file = File::open(root.join("a/b/f.txt")).unwrap();
+    copy_open(&file, tree.root.as_fd(), OsStr::new("g.txt")).unwrap();
+    assert_eq!(std::fs::read_to_string(root.join("g.txt")).unwrap(), "inside");
+    let dir = File::open(root.join("a")).unwrap();
+    copy_open(&dir, tree.root.as_fd(), OsStr::new("a2")).unwrap();
+    assert_eq!(std::fs::read_to_string(root.join("a2/b/f.txt")).unwrap(), "inside");
+    assert_eq!(std::fs::read_link(root.join("a2/in")).unwrap(), Path::new("b"));
+    let again = copy_open(&dir, tree.root.as_fd(), OsStr::new("a2"));
+    assert_eq!(again.unwrap_err().kind(), io::ErrorKind::AlreadyExists);
+}
+
+/// A copy whose destination turns out to lie inside its source (the tree renamed under it)
+/// copies what is there once, and not itself: it ends.
+#[test]
+fn a_copy_inside_its_source_does_not_copy_itself() {
+    let tree = Tree::new("copy-into-itself");
+    let a = tree.base.join("root/a");
+    let source = File::open(&a).unwrap();
+    copy_open(&source, source.as_fd(), OsStr::new("inner")).unwrap();
+    assert_eq!(std::fs::read_to_string(a.join("inner/b/f.txt")).unwrap(), "inside");
+    assert!(!a.join("inner/inner").exists());
+}

@@ -1,0 +1,173 @@
+//! copy_file: a file or a directory tree copied under a temp name in the destination's
+//! directory, then renamed into place, so the destination shows nothing or the whole copy.
+//!
+//! The source is resolved for reading and followed if it is a symlink (its target is copied,
+//! as `cp` does with a link it is given); symlinks inside a copied directory are copied as
+//! links, never followed. Without `overwrite` the rename is `renameat2(RENAME_NOREPLACE)`, so
+//! an entry that appears meanwhile is not lost either. With it, an existing file is replaced
+//! atomically, as write_file replaces one; a directory is never replaced, nor replaces a file.
+
+use std::ffi::OsStr;
+use std::io;
+use std::os::fd::{AsFd, BorrowedFd};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use nix::errno::Errno;
+use nix::fcntl::{renameat, renameat2, OFlag, RenameFlags};
+use nix::sys::stat::Mode;
+use serde::Deserialize;
+
+use crate::error::ToolError;
+use crate::policy::confined::{self, Kind, Slot};
+use crate::tools::write::TEMP_PREFIX;
+use crate::tools::{Ctx, Output};
+
+const NOT_COPYABLE: &str = "not a regular file or directory (a device, FIFO or socket)";
+
+#[derive(Deserialize)]
+pub struct CopyFileArgs {
+    source: String,
+    destination: String,
+    #[serde(default)]
+    overwrite: bool,
+}
+
+pub fn copy_file(ctx: &Ctx, args: CopyFileArgs) -> Result<Output, ToolError> {
+    let source = ctx.policy.resolve_read(&args.source)?;
+    let destination = ctx.policy.resolve_write(&args.destination)?;
+    let failed = |e| ToolError::io("copy", &source.shown, e);
+    // A device, FIFO or socket is refused before it is opened (opening some devices acts).
+    let meta = source.metadata().map_err(failed)?;
+    if !meta.is_file() && !meta.is_dir() {
+        return Err(failed(io::Error::new(io::ErrorKind::Unsupported, NOT_COPYABLE)));
+    }
+    // Non-blocking all the same: should a FIFO take the file's place meanwhile, the copy fails
+    // instead of waiting for a writer.
+    let from = source.open(OFlag::O_RDONLY | OFlag::O_NONBLOCK).map_err(failed)?;
+    let source_kind = if meta.is_dir() { Kind::Dir } else { Kind::File };
+    if destination.real.starts_with(&source.real) {
+        let detail = if destination.real == source.real {
+            format!("is the source itself ({})", source.shown.display())
+        } else {
+            format!(
+                "lies inside the source {}: a directory cannot be copied into itself",
+                source.shown.display()
+            )
+        };
+        return Err(ToolError::invalid_params("destination", detail));
+    }
+    let to = match destination.slot(true) {
+        Ok(slot) => slot,
+        // An allowed directory itself, which has no parent beneath its root: it exists.
+        Err(e) if e.raw_os_error() == Some(Errno::EISDIR as i32) => {
+            return Err(ToolError::AlreadyExists { path: destination.shown })
+        }
+        Err(e) => return Err(ToolError::io("create parent directories", &destination.shown, e)),
+    };
+    let refuse = |detail: &str| ToolError::Io {
+        op: "overwrite",
+        path: destination.shown.clone(),
+        source: io::Error::other(detail.to_string()),
+    };
+    let replace = match to.stat().map_err(|e| ToolError::io("copy", &destination.shown, e))? {
+        None => false,
+        Some(_) if !args.overwrite => {
+            return Err(ToolError::AlreadyExists { path: destination.shown.clone() })
+        }
+        Some(stat) => match confined::kind_of_mode(stat.st_mode) {
+            Kind::Dir => {
+                return Err(refuse(
+                    "it is a directory, and copy_file overwrites files only; delete it first \
+                     with delete_file if that is really intended",
+                ))
+            }
+            _ if source_kind == Kind::Dir => {
+                return Err(refuse(
+                    "a directory does not replace a file; delete the file first with \
+                     delete_file if that is really intended",
+                ))
+            }
+            // The policy resolved every link: one here was put there since.
+            Kind::Symlink => return Err(failed(io::Error::from(Errno::ELOOP))),
+            Kind::File | Kind::Other => true,
+        },
+    };
+    let temp = copy_to_temp(&from, &to).map_err(failed)?;
+    if let Err(e) = rename_into_place(&to, &temp, replace) {
+        discard(to.dir.as_fd(), OsStr::new(&temp));
+        return Err(match e.kind() {
+            io::ErrorKind::AlreadyExists => ToolError::AlreadyExists { path: destination.shown },
+            _ => ToolError::io("copy", &destination.shown, e),
+        });
+    }
+    // Make the rename itself durable (a bare `O_PATH` handle cannot be synced: best effort).
+    let _ = nix::unistd::fsync(to.dir.as_fd());
+    Ok(Output::text(format!(
+        "Copied {} -> {}",
+        source.shown.display(),
+        destination.shown.display()
+    )))
+}
+
+/// Copies the open source into a fresh temp name in the slot's directory; returns the name.
+/// Listings and walks skip temp names, so a copy in progress is never seen; a failed one is
+/// removed.
+fn copy_to_temp(from: &std::fs::File, to: &Slot) -> io::Result<String> {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let dir = to.dir.as_fd();
+    let temp = loop {
+        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+        // The same form as write_file's temp files, so a file left by a killed server is
+        // swept like theirs; the counter differs, so a name may be taken: the next is tried.
+        let name = format!("{TEMP_PREFIX}{}.{n}", std::process::id());
+        match confined::stat_at(dir, OsStr::new(&name)) {
+            Err(Errno::ENOENT) => break name,
+            Ok(_) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    };
+    if let Err(e) = confined::copy_open(from, dir, OsStr::new(&temp)) {
+        discard(dir, OsStr::new(&temp));
+        return Err(e);
+    }
+    Ok(temp)
+}
+
+/// Renames the finished copy to the slot's name: replacing the file there with `replace`,
+/// else only if the name is still free.
+fn rename_into_place(to: &Slot, temp: &str, replace: bool) -> io::Result<()> {
+    let dir = to.dir.as_fd();
+    let name = to.name.as_os_str();
+    if replace {
+        // Over a directory (one that appeared since the check) this fails with EISDIR or
+        // ENOTDIR: a directory is never replaced.
+        return Ok(renameat(dir, temp, dir, name)?);
+    }
+    match renameat2(dir, temp, dir, name, RenameFlags::RENAME_NOREPLACE) {
+        Ok(()) => Ok(()),
+        // Filesystems without RENAME_NOREPLACE support (some FUSE, older NFS).
+        Err(Errno::EINVAL) => {
+            if to.stat()?.is_some() {
+                return Err(io::Error::from(io::ErrorKind::AlreadyExists));
+            }
+            Ok(renameat(dir, temp, dir, name)?)
+        }
+        Err(errno) => Err(io::Error::from(errno)),
+    }
+}
+
+/// Removes a half-made copy (replay's own temp name). A copied directory may have been given a
+/// read-only mode already, which would stop the removal of its entries: such a directory is
+/// made writable first.
+fn discard(dir: BorrowedFd<'_>, name: &OsStr) {
+    if confined::remove_at(dir, name).is_ok() {
+        return;
+    }
+    if let Ok(sub) = confined::open_subdir(dir, name) {
+        let _ = nix::sys::stat::fchmod(sub.as_fd(), Mode::from_bits_truncate(0o700));
+        for entry in confined::read_entries(sub.as_fd()).unwrap_or_default() {
+            discard(sub.as_fd(), &entry.name);
+        }
+    }
+    let _ = confined::remove_at(dir, name);
+}
