@@ -79,7 +79,7 @@ pub fn atomic_write(slot: &Slot, bytes: &[u8]) -> io::Result<()> {
     Ok(())
 }
 
-/// Removes the `.replay-tmp.<pid>.<n>` files in `dir` whose `<pid>` is not a running process:
+/// Removes the `.replay-tmp.<pid>.<n>` files (and copy_file's directories) in `dir` whose `<pid>` is not a running process:
 /// what a server killed between creating its temp file and renaming it left behind. A temp
 /// file of a live process (this one included) is never touched, nor is any other name.
 ///
@@ -106,15 +106,15 @@ fn sweep_stale_temps(dir: BorrowedFd<'_>) {
     let own_pid = nix::unistd::getpid();
     for entry in entries {
         let Some(pid) = entry.name.to_str().and_then(temp_file_pid) else { continue };
-        // create_temp makes regular files only (O_NOFOLLOW, O_EXCL).
-        if pid == own_pid || entry.kind != Kind::File {
+        // create_temp makes regular files, copy_file files and directories (never a link).
+        if pid == own_pid || !matches!(entry.kind, Kind::File | Kind::Dir) {
             continue;
         }
         if nix::sys::signal::kill(pid, None) != Err(Errno::ESRCH) {
             continue;
         }
         let name = entry.name.to_string_lossy();
-        match unlinkat(dir, entry.name.as_os_str(), UnlinkatFlags::NoRemoveDir) {
+        match confined::remove_at(dir, &entry.name) {
             Ok(()) => tracing::info!(%name, "removed a stale temp file"),
             Err(e) => tracing::debug!(%name, "stale temp file: {e}"),
         }

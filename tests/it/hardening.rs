@@ -874,8 +874,8 @@ fn sigkill_mid_write_leaves_whole_files_and_the_next_server_sweeps_temp_files() 
 }
 
 /// What the sweep takes: in the directory written to, the `.replay-tmp.<pid>.<n>` regular
-/// files of dead pids; not a live process's, not other names, not directories, not other
-/// directories. It runs once per directory per process: a stale file planted after the first
+/// files of dead pids, and their directories (a copy_file cut short) with what is in them; not
+/// a live process's, not other names, not other directories. It runs once per directory per process: a stale file planted after the first
 /// write there stays until another process writes there.
 #[test]
 fn the_first_write_into_a_directory_sweeps_only_dead_servers_temp_files() {
@@ -893,10 +893,9 @@ fn the_first_write_into_a_directory_sweeps_only_dead_servers_temp_files() {
     for name in stale.iter().chain(&kept) {
         env.write(&format!("root/d/{name}"), "t");
     }
-    env.mkdir(&format!("root/d/{TEMP_PREFIX}{dead}.4"));
+    env.write(&format!("root/d/{TEMP_PREFIX}{dead}.4/half-copied/file"), "t");
     env.write(&format!("root/other/{TEMP_PREFIX}{dead}.0"), "t");
-    let mut expected: Vec<String> =
-        kept.iter().cloned().chain([format!("{TEMP_PREFIX}{dead}.4")]).collect();
+    let mut expected: Vec<String> = kept.to_vec();
     expected.sort();
 
     let mut server = Server::start(&env);
