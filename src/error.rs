@@ -136,7 +136,9 @@ impl fmt::Display for ToolError {
             }
             ToolError::TooLarge { path, size, cap } => write!(
                 f,
-                "file too large: {} is {size} bytes; read_file returns at most {cap} bytes",
+                "file too large: {} is {size} bytes, and a whole file is read (or edited) only up \
+                 to {cap} bytes; read it in parts with read_file's offset and limit, or head or \
+                 tail",
                 path.display()
             ),
             ToolError::Io { op, path, source } => {

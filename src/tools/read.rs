@@ -1,24 +1,92 @@
-//! read_file and read_multiple_files: text as text, binary as image, audio or a resource blob.
+//! read_file and read_multiple_files: text as text, binary as image, audio or a resource blob;
+//! read_file also reads some lines of a text file (`paging`).
 
+mod paging;
+
+use std::fs::{File, Metadata};
 use std::io::Read;
-
-use nix::fcntl::OFlag;
+use std::os::unix::fs::FileExt;
 use std::path::Path;
 
+use nix::fcntl::OFlag;
 use serde::Deserialize;
 
 use crate::base64;
 use crate::error::ToolError;
 use crate::policy::ResolvedPath;
 use crate::tools::{Content, Ctx, Output};
+use paging::{Limits, PageError, Range};
 
 /// read_file refuses files larger than this: a model cannot use more in one reply, and the
-/// base64 of a binary file grows it by a third again.
+/// base64 of a binary file grows it by a third again. A partial read returns at most this much,
+/// and counts the lines of a file up to this size.
 pub const MAX_READ_BYTES: u64 = 16 * 1024 * 1024;
 
+/// How much of a file's start a partial read looks at to tell a binary file: one with a NUL byte
+/// there is binary, whatever the lines asked for hold (grep_files looks at as much).
+const SNIFF_BYTES: u64 = 4096;
+
 #[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct ReadFileArgs {
     path: String,
+    offset: Option<u64>,
+    limit: Option<u64>,
+    head: Option<u64>,
+    tail: Option<u64>,
+    #[serde(default)]
+    line_numbers: bool,
+}
+
+impl ReadFileArgs {
+    /// The lines asked for; `None` (no paging parameter, `lineNumbers` false or absent) reads
+    /// the whole file, exactly as the contract says.
+    fn range(&self) -> Result<Option<Range>, ToolError> {
+        let ranged = self.offset.is_some() || self.limit.is_some();
+        let conflict = |field: &str, other: &str| {
+            ToolError::invalid_params(
+                field,
+                format!(
+                    "cannot be combined with `{other}`: give `head`, or `tail`, or \
+                     `offset` and `limit`"
+                ),
+            )
+        };
+        let range = match (self.head, self.tail) {
+            (Some(_), Some(_)) => return Err(conflict("tail", "head")),
+            (Some(_), None) if ranged => return Err(conflict("head", self.range_field())),
+            (None, Some(_)) if ranged => return Err(conflict("tail", self.range_field())),
+            (Some(n), None) => Range::From { first: 1, count: Some(n) },
+            (None, Some(n)) => Range::Last(n),
+            (None, None) if ranged || self.line_numbers => {
+                Range::From { first: self.offset.unwrap_or(1), count: self.limit }
+            }
+            (None, None) => return Ok(None),
+        };
+        Ok(Some(range))
+    }
+
+    /// `offset`, or `limit` when only it is given.
+    fn range_field(&self) -> &'static str {
+        if self.offset.is_some() {
+            "offset"
+        } else {
+            "limit"
+        }
+    }
+
+    /// The first paging parameter given, to name in an error.
+    fn paging_field(&self) -> &'static str {
+        [
+            ("offset", self.offset.is_some()),
+            ("limit", self.limit.is_some()),
+            ("head", self.head.is_some()),
+            ("tail", self.tail.is_some()),
+        ]
+        .into_iter()
+        .find_map(|(name, given)| given.then_some(name))
+        .unwrap_or("lineNumbers")
+    }
 }
 
 #[derive(Deserialize)]
@@ -27,10 +95,85 @@ pub struct ReadMultipleFilesArgs {
 }
 
 pub fn read_file(ctx: &Ctx, args: ReadFileArgs) -> Result<Output, ToolError> {
+    let range = args.range()?;
     let resolved = ctx.policy.resolve_read(&args.path)?;
+    if let Some(range) = range {
+        return read_lines(&resolved, &args, range);
+    }
     let bytes = read_capped(&resolved)?;
     Ok(Output {
         content: vec![content_for(&resolved.real, bytes)],
+        is_error: false,
+        structured: None,
+        structured_json: None,
+    })
+}
+
+/// Some lines of a text file, then the note that says which and of how many: two text items.
+/// Only what the range needs is read (see `paging`), so the size cap applies to the lines
+/// returned, not to the file.
+fn read_lines(
+    resolved: &ResolvedPath,
+    args: &ReadFileArgs,
+    range: Range,
+) -> Result<Output, ToolError> {
+    let shown = &resolved.shown;
+    let (file, meta) = open_regular(resolved)?;
+    let size = meta.len();
+    let limits = Limits { cap: MAX_READ_BYTES as usize, count_up_to: MAX_READ_BYTES };
+    if args.line_numbers && matches!(range, Range::Last(_)) && size > limits.count_up_to {
+        return Err(ToolError::invalid_params(
+            "lineNumbers",
+            format!(
+                "cannot be combined with `tail` on a file over {}: {} is {size} bytes, and its \
+                 lines are not counted (that would read all of it); leave out lineNumbers, or \
+                 page from the start with offset and limit",
+                paging::size_name(limits.cap),
+                shown.display()
+            ),
+        ));
+    }
+    let binary = || {
+        ToolError::invalid_params(
+            args.paging_field(),
+            format!(
+                "applies to text files only, and {} is binary (a NUL byte, or bytes that are \
+                 not UTF-8); leave out offset, limit, head, tail and lineNumbers to read it \
+                 whole, as base64",
+                shown.display()
+            ),
+        )
+    };
+    let mut start = vec![0; size.min(SNIFF_BYTES) as usize];
+    let n = file.read_at(&mut start, 0).map_err(|e| ToolError::io("read", shown, e))?;
+    if start[..n].contains(&0) {
+        return Err(binary());
+    }
+    let numbers = args.line_numbers;
+    let page = match range {
+        Range::From { first, count } => {
+            paging::from_start(&file, first, count, numbers, size, limits)
+        }
+        Range::Last(n) => {
+            let read_at = |buf: &mut [u8], at: u64| file.read_exact_at(buf, at);
+            paging::last_lines(read_at, n, numbers, size, limits)
+        }
+    };
+    let page = page.map_err(|e| match e {
+        PageError::Io(e) => ToolError::io("read", shown, e),
+        PageError::LineTooLong { line, cap } => {
+            let line = line.map_or("the last line".to_string(), |n| format!("line {n}"));
+            let detail = format!(
+                "{line} alone is longer than the {} a partial read returns",
+                paging::size_name(cap)
+            );
+            ToolError::Io { op: "read", path: shown.clone(), source: std::io::Error::other(detail) }
+        }
+    })?;
+    let note = page.note();
+    let text = text_of(page.text).map_err(|_| binary())?;
+    Ok(Output {
+        content: vec![Content::Text(text), Content::Text(note)],
         is_error: false,
         structured: None,
         structured_json: None,
@@ -66,8 +209,8 @@ fn read_one_of_many(ctx: &Ctx, path: &str) -> Result<String, ToolError> {
     }
 }
 
-/// Reads a regular file of at most `MAX_READ_BYTES`.
-fn read_capped(resolved: &ResolvedPath) -> Result<Vec<u8>, ToolError> {
+/// Opens a regular file for reading: a directory, device, socket or pipe is refused.
+fn open_regular(resolved: &ResolvedPath) -> Result<(File, Metadata), ToolError> {
     let shown = &resolved.shown;
     // O_NONBLOCK: opening a FIFO must not hang the call; it changes nothing for regular files.
     let file = resolved
@@ -81,6 +224,13 @@ fn read_capped(resolved: &ResolvedPath) -> Result<Vec<u8>, ToolError> {
         let source = std::io::Error::other("not a regular file (a device, socket or pipe)");
         return Err(ToolError::Io { op: "read", path: shown.clone(), source });
     }
+    Ok((file, meta))
+}
+
+/// Reads a regular file of at most `MAX_READ_BYTES`.
+fn read_capped(resolved: &ResolvedPath) -> Result<Vec<u8>, ToolError> {
+    let shown = &resolved.shown;
+    let (file, meta) = open_regular(resolved)?;
     if meta.len() > MAX_READ_BYTES {
         return Err(ToolError::TooLarge {
             path: shown.clone(),

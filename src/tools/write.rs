@@ -1,5 +1,6 @@
 //! write_file, and the atomic write every writer uses: temp file beside the target, fsync,
-//! rename, the original's permissions kept, all through the target directory's handle.
+//! rename, the original's permissions kept, all through the target directory's handle. Also
+//! write_file's append, which adds to the end of a file instead of replacing it.
 
 use std::collections::HashSet;
 use std::fs::{self, File};
@@ -23,14 +24,104 @@ use crate::tools::{Ctx, Output};
 pub struct WriteFileArgs {
     path: String,
     content: String,
+    #[serde(default)]
+    append: bool,
 }
 
 pub fn write_file(ctx: &Ctx, args: WriteFileArgs) -> Result<Output, ToolError> {
     let resolved = ctx.policy.resolve_write(&args.path)?;
     let slot = resolved.slot(true).map_err(|e| ToolError::io("write", &resolved.shown, e))?;
+    if args.append {
+        append(&slot, args.content.as_bytes())
+            .map_err(|e| ToolError::io("append", &resolved.shown, e))?;
+        return Ok(Output::text(format!("Successfully appended to {}", resolved.shown.display())));
+    }
     atomic_write(&slot, args.content.as_bytes())
         .map_err(|e| ToolError::io("write", &resolved.shown, e))?;
     Ok(Output::text(format!("Successfully wrote {}", resolved.shown.display())))
+}
+
+/// Adds `bytes` to the end of the slot's file, creating it (mode 0666 less the umask) if it is
+/// missing: one `O_APPEND` write through the slot's directory handle, then fsync. The file is
+/// never rewritten, so appending to a big file costs the bytes appended.
+///
+/// Not atomic, unlike `atomic_write`: a reader may see part of the bytes while they are
+/// written, and a crash can leave part of them appended. What was there before is never
+/// touched. A failed write or fsync (a full disk) is undone: the file is cut back to its old
+/// length, or a file this call created is removed, unless another process wrote to it
+/// meanwhile, whose bytes are kept.
+pub fn append(slot: &Slot, bytes: &[u8]) -> io::Result<()> {
+    if let Some(stat) = slot.stat()? {
+        match confined::kind_of_mode(stat.st_mode) {
+            Kind::File => {}
+            Kind::Dir => return Err(io::Error::from(io::ErrorKind::IsADirectory)),
+            // The policy resolved every link: one here was put there since.
+            Kind::Symlink => return Err(io::Error::from(Errno::ELOOP)),
+            Kind::Other => return Err(not_a_regular_file()),
+        }
+    }
+    let dir = slot.dir.as_fd();
+    let name = slot.name.as_os_str();
+    // O_NONBLOCK: a FIFO swapped in since the stat must not hang the call.
+    let flags = OFlag::O_WRONLY
+        | OFlag::O_APPEND
+        | OFlag::O_NOFOLLOW
+        | OFlag::O_NONBLOCK
+        | OFlag::O_CLOEXEC
+        | OFlag::O_NOCTTY;
+    let create = flags | OFlag::O_CREAT | OFlag::O_EXCL;
+    let (fd, created) = match openat(dir, name, create, Mode::from_bits_truncate(0o666)) {
+        Ok(fd) => (fd, true),
+        Err(Errno::EEXIST) => (openat(dir, name, flags, Mode::empty())?, false),
+        Err(e) => return Err(e.into()),
+    };
+    let mut file = File::from(fd);
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(not_a_regular_file());
+    }
+    let old_len = meta.len();
+    let mut written = 0;
+    let result = (|| -> io::Result<()> {
+        while written < bytes.len() {
+            match file.write(&bytes[written..]) {
+                Ok(0) => return Err(io::Error::from(io::ErrorKind::WriteZero)),
+                Ok(n) => written += n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        }
+        file.sync_data()
+    })();
+    if result.is_err() {
+        // Undo only what is certainly ours alone: the file holds exactly the old bytes and ours.
+        if file.metadata().is_ok_and(|m| m.len() == old_len + written as u64) {
+            if created {
+                remove_if_same(dir, name, &file);
+            } else {
+                let _ = file.set_len(old_len);
+            }
+        }
+        return result;
+    }
+    if created {
+        // Make the new entry durable (a bare `O_PATH` handle cannot be synced: best effort).
+        let _ = nix::unistd::fsync(dir);
+    }
+    Ok(())
+}
+
+fn not_a_regular_file() -> io::Error {
+    io::Error::other("not a regular file (a device, socket or pipe)")
+}
+
+/// Removes `name` from `dir` if it is still the file `file` is open on.
+fn remove_if_same(dir: BorrowedFd<'_>, name: &std::ffi::OsStr, file: &File) {
+    use std::os::unix::fs::MetadataExt;
+    let (Ok(ours), Ok(now)) = (file.metadata(), confined::stat_at(dir, name)) else { return };
+    if ours.dev() == now.st_dev && ours.ino() == now.st_ino {
+        let _ = unlinkat(dir, name, UnlinkatFlags::NoRemoveDir);
+    }
 }
 
 /// The prefix of every temp file replay creates, so that a leftover one (the server killed

@@ -7,6 +7,7 @@ mod fs_ops;
 mod hardening;
 mod harness;
 mod organise;
+mod paging;
 mod policy;
 mod protocol;
 mod race;

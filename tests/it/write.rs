@@ -1,4 +1,6 @@
-//! `write_file`: exact bytes on disk, parent creation, atomic replacement that keeps the mode and leaves no temp files.
+//! `write_file`: exact bytes on disk, parent creation, atomic replacement that keeps the mode and leaves no temp files; `append`, which adds to the same file and keeps to the policy.
+
+use std::os::unix::fs::MetadataExt;
 
 use serde_json::json;
 
@@ -203,4 +205,155 @@ fn concurrent_writes_and_reads_never_see_a_partial_file() {
         "final content is not one whole version"
     );
     assert_eq!(env.names("root"), ["f.txt"], "temp files left behind");
+}
+
+#[test]
+fn append_adds_to_the_end() {
+    let env = TestEnv::new(&[], &[("root/log.txt", "one\r\n")]);
+    env.set_mode("root/log.txt", 0o640);
+    let mut server = Server::start(&env);
+    let p = env.p("root/log.txt");
+    assert_eq!(
+        server.call_text("write_file", json!({"path": p, "content": "two\r\n", "append": true})),
+        format!("Successfully appended to {p}")
+    );
+    // The bytes are added as they are: no newline is added or taken.
+    server.call_text("write_file", json!({"path": p, "content": "three", "append": true}));
+    server.call_text("write_file", json!({"path": p, "content": "", "append": true}));
+    server.call_text("write_file", json!({"path": p, "content": " and \u{1f980}", "append": true}));
+    assert_eq!(env.read_string("root/log.txt"), "one\r\ntwo\r\nthree and \u{1f980}");
+    assert_eq!(env.mode("root/log.txt"), 0o640);
+    assert_eq!(env.names("root"), ["log.txt"], "temp files left behind");
+}
+
+#[test]
+fn append_creates_a_missing_file_and_its_parents() {
+    let env = TestEnv::new(&[], &[]);
+    let mut server = Server::start(&env);
+    let p = env.p("root/a/b/new.log");
+    assert_eq!(
+        server.call_text("write_file", json!({"path": p, "content": "first\n", "append": true})),
+        format!("Successfully appended to {p}")
+    );
+    assert_eq!(env.read_string("root/a/b/new.log"), "first\n");
+    let empty = env.p("root/empty.log");
+    server.call_text("write_file", json!({"path": empty, "content": "", "append": true}));
+    assert_eq!(env.read("root/empty.log"), b"");
+    // Relative paths land in the first root, as for a replacing write.
+    let reply =
+        server.call_text("write_file", json!({"path": "rel.log", "content": "r", "append": true}));
+    assert_eq!(reply, format!("Successfully appended to {}", env.p("root/rel.log")));
+    assert_eq!(env.read_string("root/rel.log"), "r");
+}
+
+/// An append writes at the end of the same file (same inode); a replacing write renames a new
+/// file over it. So a big file is not rewritten.
+#[test]
+fn append_never_rewrites_the_file() {
+    let big = "x".repeat(4 * 1024 * 1024);
+    let env = TestEnv::new(&[], &[("root/big.txt", &big)]);
+    let inode = |env: &TestEnv| std::fs::metadata(env.path("root/big.txt")).expect("stat").ino();
+    let before = inode(&env);
+    let mut server = Server::start(&env);
+    let p = env.p("root/big.txt");
+    server.call_text("write_file", json!({"path": p, "content": "tail\n", "append": true}));
+    assert_eq!(inode(&env), before, "the append replaced the file");
+    let on_disk = env.read("root/big.txt");
+    assert_eq!(on_disk.len(), big.len() + 5);
+    assert!(on_disk.ends_with(b"xtail\n"));
+    // append: false is the default: the whole file is replaced, atomically.
+    server.call_text("write_file", json!({"path": p, "content": "new", "append": false}));
+    assert_eq!(env.read_string("root/big.txt"), "new");
+    assert_ne!(inode(&env), before);
+}
+
+#[test]
+fn pipelined_appends_land_in_order() {
+    let env = TestEnv::new(&[], &[]);
+    let mut server = Server::start(&env);
+    let p = env.p("root/order.log");
+    for i in 0..20 {
+        let params = json!({"name": "write_file", "arguments": {"path": p, "content": format!("{i}\n"), "append": true}});
+        server.send(&json!({"jsonrpc": "2.0", "id": format!("a{i}"), "method": "tools/call", "params": params}));
+    }
+    for i in 0..20 {
+        server.reply_to(&json!(format!("a{i}"))).text();
+    }
+    let expect: String = (0..20).map(|i| format!("{i}\n")).collect();
+    assert_eq!(env.read_string("root/order.log"), expect);
+}
+
+#[test]
+fn append_through_an_inside_symlink_appends_to_the_target() {
+    let env = TestEnv::new(&[], &[("root/target.txt", "a\n")]);
+    env.symlink("target.txt", "root/link");
+    let mut server = Server::start(&env);
+    server.call_text(
+        "write_file",
+        json!({"path": env.p("root/link"), "content": "b\n", "append": true}),
+    );
+    assert!(env.is_symlink("root/link"));
+    assert_eq!(env.read_string("root/target.txt"), "a\nb\n");
+}
+
+#[test]
+fn append_is_refused_under_a_read_only_root_and_outside() {
+    let env = TestEnv::new(&["ro", "outside"], &[("ro/log.txt", "ro\n")]);
+    let marker = env.marker().to_owned();
+    env.write("outside/secret.txt", &marker);
+    env.symlink(&env.p("outside/secret.txt"), "root/escape.txt");
+    env.symlink(&env.p("outside"), "root/escape_dir");
+    let before = env.snapshot();
+    let mut server = Server::start_with([
+        "--mcp-server".to_owned(),
+        "--allow".to_owned(),
+        format!("{}:rw", path_str(&env.root())),
+        "--allow".to_owned(),
+        format!("{}:ro", env.p("ro")),
+    ]);
+    for (path, why) in [
+        (env.p("ro/log.txt"), "read-only"),
+        (env.p("ro/new.txt"), "read-only"),
+        (env.p("outside/secret.txt"), "outside the allowed directories"),
+        (env.p("root/../outside/new.txt"), "outside the allowed directories"),
+        (env.p("root/escape.txt"), "outside the allowed directories"),
+        (env.p("root/escape_dir/new.txt"), "outside the allowed directories"),
+    ] {
+        let args = json!({"path": path, "content": "x", "append": true});
+        let error = server.call_err("write_file", args, -32001);
+        assert!(error.message.contains(why), "{path}: {}", error.message);
+        assert!(!error.message.contains(&marker), "{}", error.message);
+    }
+    assert_eq!(before.diff(&env.snapshot()), "");
+}
+
+#[test]
+fn append_to_a_directory_or_a_fifo_fails_and_changes_nothing() {
+    let env = TestEnv::new(&["root/dir"], &[("root/plain.txt", "p")]);
+    let before = env.snapshot();
+    let mut server = Server::start(&env);
+    for rel in ["root/dir", "root/plain.txt/child.txt"] {
+        let args = json!({"path": env.p(rel), "content": "x", "append": true});
+        server.call_err("write_file", args, -32603);
+    }
+    assert_eq!(before.diff(&env.snapshot()), "");
+    // A FIFO (kept out of the snapshot, which would block reading it) is refused at once, not
+    // waited on for a reader.
+    let fifo = env.path("root/fifo");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o644)).expect("mkfifo");
+    let args = json!({"path": env.p("root/fifo"), "content": "x", "append": true});
+    let error = server.call_err("write_file", args, -32603);
+    assert!(error.message.contains("not a regular file"), "{}", error.message);
+    let kind = std::fs::symlink_metadata(&fifo).expect("stat").file_type();
+    assert!(std::os::unix::fs::FileTypeExt::is_fifo(&kind));
+}
+
+#[test]
+fn append_must_be_a_boolean() {
+    let env = TestEnv::new(&[], &[]);
+    let mut server = Server::start(&env);
+    let args = json!({"path": env.p("root/x.txt"), "content": "x", "append": "yes"});
+    let error = server.call_err("write_file", args, -32602);
+    assert!(error.message.contains("`append`"), "{}", error.message);
+    assert!(!env.exists("root/x.txt"));
 }
