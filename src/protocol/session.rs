@@ -121,6 +121,7 @@ const HOLD_LIMIT: usize = 64 * 1024;
 /// Tools answered on the reading thread itself, without a hand-off: read-only, quick, and
 /// never waiting on anything but the local filesystem. A small read costs less than the two
 /// thread wake-ups a hand-off takes, and pipelined reads are answered in arrival order.
+/// read_file with an `offset` is the exception: it scans the file up to the offset.
 const INLINE_TOOLS: [&str; 3] = ["read_file", "get_file_info", "list_allowed_directories"];
 
 /// Serves stdin until it closes, then answers what is in flight and returns.
@@ -346,7 +347,9 @@ impl Session {
     /// A single `tools/call`: inline if it is a quick read, else on the runtime.
     fn accept_call(self: &Arc<Self>, id: Value, params: Value, revision: Revision) {
         let name = params.get("name").and_then(Value::as_str).unwrap_or_default();
-        let inline = INLINE_TOOLS.contains(&name) || self.must_stay_inline();
+        // A read from an `offset` scans up to it: far into a big file, that is not quick.
+        let scans = name == "read_file" && params.pointer("/arguments/offset").is_some();
+        let inline = (INLINE_TOOLS.contains(&name) && !scans) || self.must_stay_inline();
         let call = self.prepare(id, params, revision);
         if inline {
             if let Some(reply) = self.run_tool(call) {
