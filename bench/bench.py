@@ -11,7 +11,12 @@ this script sets up nothing itself. The Markdown table goes to stdout, progress 
 everything (with machine info) to bench/results/latest.json. See bench/README.md.
 
 Python 3 standard library only, plus bench/mcpclient.c (compiled on the fly with `cc`) for the
-sequential/pipelined small-read and spawn rows.
+sequential/pipelined small-read, spawn and cold-start rows.
+
+The cold start alone (spawn → initialize → tools/list → exit, replay against the official
+server, with the binary's size):
+
+    python3 bench/bench.py --only cold-start
 """
 
 import argparse
@@ -48,6 +53,7 @@ BENCHMARKS = [
     "read-5mib",
     "list-dir",
     "spawn",
+    "cold-start",
     "rss",
     "edits",
 ]
@@ -990,6 +996,52 @@ class Bench:
                 g.na(name, f"error: {e}")
         g.notes.append("timed by the C client bench/mcpclient.c, from just before fork() to the newline "
                        "of the initialize reply" if mcpclient() else client_note())
+        summarize(g)
+
+    # 8b. cold start: spawn -> initialize -> tools/list -> exit ------------------------------
+
+    def bench_cold_start(self):
+        im = self.im
+        n = 5 if self.quick else 20
+        g = self.group("cold-start", "cold start: spawn → initialize → tools/list → exit")
+
+        def cold_times(argv, name):
+            if mcpclient():  # the first session is the warm-up
+                return run_mcpclient("cold", n, "-", "-", argv, warmup=1, name=name)
+            times = []
+            for i in range(n + 1):
+                c = McpClient(argv, name)
+                try:
+                    c.initialize()
+                    c.tools()
+                finally:
+                    c.close()
+                if i:
+                    times.append(now() - c.t_spawn)
+            return times
+
+        def tool_count(argv, name):
+            with McpClient(argv, name) as c:
+                c.initialize()
+                return len(c.tools())
+
+        counts = {}
+        for name, exe, argv in [("replay", im.replay, im.replay_argv())] + [
+                (name, exe, im.peer_argv(exe, [im.corpus]) if exe else None) for name, exe in im.mcp_peers]:
+            if not exe:
+                g.na(name, "n/a (not installed)")
+                continue
+            try:
+                counts[name] = tool_count(argv, name)
+                t = cold_times(argv, name)
+                g.add(name, ms(t), result=f"{counts[name]} tools listed, exit 0", peer=name != "replay")
+            except McpError as e:
+                g.na(name, f"error: {e}")
+        g.set_check(counts.get("replay") == 16, f"replay listed {counts.get('replay')} tools (16 expected)")
+        size = os.path.getsize(im.replay)
+        g.notes.append(f"replay binary: {size:,} bytes ({size / (1 << 20):.2f} MiB), {im.replay}")
+        g.notes.append("timed by the C client bench/mcpclient.c, from just before fork() to waitpid() after "
+                       "stdin closed" if mcpclient() else client_note())
         summarize(g)
 
     # 9. peak RSS ---------------------------------------------------------------------------

@@ -35,7 +35,8 @@ const CALL_HELP: &str = "\
 Exit status: 0 when the tool succeeded; 1 when it failed, with `error CODE: message` on stderr \
 (CODE is the contract's: -32001 a refused path, -32002 not found, -32602 arguments that do not \
 match the tool's schema or a tool this configuration does not serve, -32603 an I/O error); 2 on \
-a usage error (an unknown flag, a name no tool has, JSON-ARGS that is not JSON).
+a usage error (an unknown flag, a name no tool has, JSON-ARGS that is not JSON); 128+N when \
+signal N (Ctrl-C: 130) cancelled the call, killing any command it had started.
 
 Directories after JSON-ARGS are allowed read-write, as the server's are; they need JSON-ARGS \
 before them (`{}` for none).";

@@ -2,14 +2,15 @@
 //! directly. The binary (`src/main.rs`) is the product; this is not a stable API.
 //!
 //! Public are the modules `main` starts the server or a subcommand with (`cli`, `sandbox`,
-//! `policy`, `protocol`, `tools`, `oneshot`, `client_config`, `selection`) and the ones the fuzz
-//! targets drive (`protocol::jsonrpc`, `schema`, `policy`, `tools::edit::matching`,
-//! `js_regex`). The rest stays private to the crate.
+//! `policy`, `protocol`, `tools`, `oneshot`, `client_config`, `selection`, `interrupt`) and the
+//! ones the fuzz targets drive (`protocol::jsonrpc`, `schema`, `policy`,
+//! `tools::edit::matching`, `js_regex`). The rest stays private to the crate.
 
 mod base64;
 pub mod cli;
 pub mod client_config;
 mod error;
+pub mod interrupt;
 pub mod js_regex;
 pub mod oneshot;
 pub mod policy;

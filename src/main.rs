@@ -17,8 +17,8 @@ use tracing_subscriber::EnvFilter;
 use replay::cli::{self, Config, Invocation, OneShot};
 use replay::policy::Policy;
 use replay::protocol::transport;
-use replay::tools::Settings;
-use replay::{client_config, oneshot, protocol, sandbox};
+use replay::tools::{Cancel, Settings};
+use replay::{client_config, interrupt, oneshot, protocol, sandbox};
 
 fn main() -> ExitCode {
     limit_malloc_arenas();
@@ -91,14 +91,23 @@ fn serve(config: Config) -> ExitCode {
 }
 
 /// `replay call`: the server's start-up (sandbox included) and one tool call, then exit.
+/// SIGINT, SIGTERM or SIGHUP cancel the call (killing a command it started) and exit 128+N.
 fn call_once(call: OneShot) -> ExitCode {
     let OneShot { config, tool, args, json } = call;
     init_logging(config.log_filter.as_deref());
     let confined = confine(&config, false);
     let (policy, settings) = scope(config, &confined);
-    let result = oneshot::call(&policy, &settings, &tool, args, json);
+    // After `confine`: the sandbox binds the threads started later, this one included.
+    let cancel = Arc::new(Cancel::default());
+    let interrupt = interrupt::watch(Arc::clone(&cancel));
+    let request = oneshot::Request { tool, args, json };
+    let result = oneshot::call(&policy, &settings, &cancel, request);
     if let Some(tmp) = &confined.command_tmp {
         tmp.remove();
+    }
+    if let Some(signo) = interrupt.signal() {
+        let message = format!("replay: interrupted by signal {signo}; the call was cancelled");
+        return answer("", &message, 128u8.saturating_add(signo as u8));
     }
     answer(&result.stdout, &result.stderr, result.status)
 }

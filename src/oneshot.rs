@@ -46,12 +46,20 @@ pub fn arguments(raw: Option<&str>) -> Result<Value, String> {
     })
 }
 
-/// Runs `tool` once and renders its result: the text of each content item (or, with `json`,
+/// The tool, its arguments and how to print the result.
+pub struct Request {
+    pub tool: String,
+    pub args: Value,
+    /// Print the MCP result object as JSON instead of its text.
+    pub json: bool,
+}
+
+/// Runs the tool once and renders its result: the text of each content item (or, with `json`,
 /// the MCP result object). A failure is `error CODE: message` on stderr and status 1.
-pub fn call(policy: &Policy, settings: &Settings, tool: &str, args: Value, json: bool) -> Answer {
+pub fn call(policy: &Policy, settings: &Settings, cancel: &Cancel, request: Request) -> Answer {
+    let Request { tool, args, json } = request;
     let params = json!({"name": tool, "arguments": args});
-    let outcome =
-        dispatch::call_tool(policy, settings, &Cancel::default(), &Progress::default(), params);
+    let outcome = dispatch::call_tool(policy, settings, cancel, &Progress::default(), params);
     let result = match outcome {
         Ok(reply) => result_object(reply),
         Err(error) => {

@@ -79,27 +79,51 @@ fn schema_text_is_the_input_schema() {
     assert_eq!(schema_text("cat"), None);
 }
 
+fn request(tool: &str, args: serde_json::Value, json: bool) -> Request {
+    Request { tool: tool.to_string(), args, json }
+}
+
 #[test]
 fn answers() {
     let policy = Policy::default();
     let settings = Settings::default();
     // No directory is allowed: every path is refused, before the filesystem is asked.
-    let denied = call(&policy, &settings, "read_file", json!({"path": "/etc/hostname"}), false);
+    let denied = call(
+        &policy,
+        &settings,
+        &Cancel::default(),
+        request("read_file", json!({"path": "/etc/hostname"}), false),
+    );
     assert_eq!(denied.status, 1);
     assert_eq!(denied.stdout, "");
     assert!(denied.stderr.starts_with("replay: error -32001: "), "{}", denied.stderr);
-    let denied = call(&policy, &settings, "read_file", json!({"path": "/etc/hostname"}), true);
+    let denied = call(
+        &policy,
+        &settings,
+        &Cancel::default(),
+        request("read_file", json!({"path": "/etc/hostname"}), true),
+    );
     let result: serde_json::Value = serde_json::from_str(&denied.stdout).unwrap();
     assert_eq!(result["isError"], true);
     assert_eq!(result["structuredContent"]["error"]["code"], -32001);
-    let invalid = call(&policy, &settings, "read_file", json!({"path": 3}), false);
+    let invalid = call(
+        &policy,
+        &settings,
+        &Cancel::default(),
+        request("read_file", json!({"path": 3}), false),
+    );
     assert_eq!(invalid.status, 1);
     assert!(
         invalid.stderr.starts_with("replay: error -32602: invalid params: `path`"),
         "{}",
         invalid.stderr
     );
-    let listed = call(&policy, &settings, "list_allowed_directories", json!({}), true);
+    let listed = call(
+        &policy,
+        &settings,
+        &Cancel::default(),
+        request("list_allowed_directories", json!({}), true),
+    );
     assert_eq!(listed.status, 0, "{listed:?}");
     let result: serde_json::Value = serde_json::from_str(&listed.stdout).unwrap();
     assert!(result["structuredContent"].is_object(), "{result}");

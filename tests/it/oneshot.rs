@@ -509,3 +509,64 @@ fn help_names_the_subcommands_and_call_documents_its_exit_status() {
         out.stdout
     );
 }
+
+// ---------------------------------------------------------------------------------------------
+// Ctrl-C
+// ---------------------------------------------------------------------------------------------
+
+/// SIGINT cancels `replay call`: the command it started is killed with its group, not left
+/// running without its deadline, and replay exits 130.
+#[test]
+fn call_interrupted_kills_its_command_and_exits_130() {
+    use std::io::Read;
+    use std::process::Stdio;
+    use std::sync::mpsc;
+
+    use nix::sys::signal::{kill, Signal};
+    use nix::unistd::Pid;
+
+    use crate::harness::REPLY_TIMEOUT;
+
+    let env = TestEnv::new(&[], &[]);
+    let fifo = env.path("root/fifo");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).expect("mkfifo");
+    let allow = path_str(&env.root());
+    // The shell says its pid through the FIFO (an open for writing waits for the reader), then
+    // becomes the sleep.
+    let args = r#"{"command": "echo $$ > fifo; exec sleep 50"}"#;
+    let mut cmd = replay(&["call", "execute_command", args, "--allow", &allow]);
+    cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("spawn replay");
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = std::fs::File::open(&fifo).and_then(|mut f| f.read_to_string(&mut text));
+        let _ = tx.send(text);
+    });
+    let Ok(pid) = rx.recv_timeout(REPLY_TIMEOUT) else {
+        let _ = child.kill();
+        panic!("the command never started");
+    };
+    let pid: i32 = pid.trim().parse().expect("a pid");
+    kill(Pid::from_raw(child.id() as i32), Signal::SIGINT).expect("SIGINT");
+    let (tx, rx) = mpsc::channel();
+    let mut stderr = child.stderr.take().expect("stderr");
+    std::thread::spawn(move || {
+        let mut text = String::new();
+        let _ = stderr.read_to_string(&mut text);
+        let _ = tx.send(text);
+    });
+    let stderr = rx.recv_timeout(REPLY_TIMEOUT).unwrap_or_else(|_| {
+        let _ = child.kill();
+        panic!("replay did not end after SIGINT");
+    });
+    let status = child.wait().expect("wait");
+    assert_eq!(status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("interrupted by signal 2"), "{stderr}");
+    // The sleep was the shell's own process (exec), replay's child: reaped before replay exited.
+    assert_eq!(
+        kill(Pid::from_raw(pid), None),
+        Err(nix::errno::Errno::ESRCH),
+        "sleep {pid} runs on"
+    );
+}
