@@ -11,7 +11,12 @@ this script sets up nothing itself. The Markdown table goes to stdout, progress 
 everything (with machine info) to bench/results/latest.json. See bench/README.md.
 
 Python 3 standard library only, plus bench/mcpclient.c (compiled on the fly with `cc`) for the
-sequential/pipelined small-read and spawn rows.
+sequential/pipelined small-read, spawn and cold-start rows.
+
+The cold start alone (spawn → initialize → tools/list → exit, replay against the official
+server, with the binary's size):
+
+    python3 bench/bench.py --only cold-start
 """
 
 import argparse
@@ -48,6 +53,7 @@ BENCHMARKS = [
     "read-5mib",
     "list-dir",
     "spawn",
+    "cold-start",
     "rss",
     "edits",
     "paging",
@@ -1025,6 +1031,66 @@ class Bench:
                 g.na(name, f"error: {e}")
         g.notes.append("timed by the C client bench/mcpclient.c, from just before fork() to the newline "
                        "of the initialize reply" if mcpclient() else client_note())
+        summarize(g)
+
+    # 8b. cold start: spawn -> initialize -> tools/list -> exit ------------------------------
+
+    def bench_cold_start(self):
+        im = self.im
+        n = 5 if self.quick else 20
+        g = self.group("cold-start", "cold start: spawn → initialize → tools/list → exit")
+
+        def cold_once(argv, name):
+            """One timed session, in seconds."""
+            if mcpclient():
+                return run_mcpclient("cold", 1, "-", "-", argv, name=name)[0]
+            c = McpClient(argv, name)
+            try:
+                c.initialize()
+                c.tools()
+            finally:
+                c.close()
+            return now() - c.t_spawn
+
+        def tool_count(argv, name):
+            with McpClient(argv, name) as c:
+                c.initialize()
+                return len(c.tools())
+
+        # The implementations take turns, one session each per round, so that the machine's
+        # load drifting (it is shared) weighs on all of them alike. The count check is the
+        # warm-up.
+        impls = [("replay", im.replay_argv())] + [
+            (name, im.peer_argv(exe, [im.corpus])) for name, exe in im.mcp_peers if exe]
+        for name, exe in im.mcp_peers:
+            if not exe:
+                g.na(name, "n/a (not installed)")
+        counts, samples, failed = {}, {name: [] for name, _ in impls}, {}
+        for name, argv in impls:
+            try:
+                counts[name] = tool_count(argv, name)
+            except McpError as e:
+                failed[name] = str(e)
+        for _ in range(n):
+            for name, argv in impls:
+                if name in failed:
+                    continue
+                try:
+                    samples[name].append(cold_once(argv, name))
+                except McpError as e:
+                    failed[name] = str(e)
+        for name, _ in impls:
+            if name in failed:
+                g.na(name, f"error: {failed[name]}")
+            else:
+                g.add(name, ms(samples[name]), result=f"{counts[name]} tools listed, exit 0",
+                      peer=name != "replay")
+        g.set_check(counts.get("replay") == 17, f"replay listed {counts.get('replay')} tools (17 expected)")
+        size = os.path.getsize(im.replay)
+        g.notes.append(f"replay binary: {size:,} bytes ({size / (1 << 20):.2f} MiB), {im.replay}")
+        g.notes.append("timed by the C client bench/mcpclient.c, from just before fork() to waitpid() after "
+                       "stdin closed; the implementations take turns, one session each per round"
+                       if mcpclient() else client_note())
         summarize(g)
 
     # 9. peak RSS ---------------------------------------------------------------------------

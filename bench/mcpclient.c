@@ -1,14 +1,19 @@
 /* mcpclient: a tiny stdio MCP client for bench/bench.py's latency rows.
  *
  * The Python client's own per-call cost (JSON encode/decode, pipe reads) is larger than a small
- * read_file call on a fast server, so the sequential, pipelined and spawn rows are timed with this
- * client instead. It parses no JSON: replies are split on '\n' and checked by substring.
+ * read_file call on a fast server, so the sequential, pipelined, spawn and cold-start rows are
+ * timed with this client instead. It parses no JSON: replies are split on '\n' and checked by substring.
  *
  *   mcpclient [-w WARMUP] [-b BATCHES] MODE N TOOL PATH -- SERVER-ARGV...
  *
  *   spawn  N times (after WARMUP untimed ones): fork/exec the server, write `initialize`, time
  *          from just before fork() to the newline of the first reply line, close its stdin and
  *          wait for it. Prints one sample (µs) per line. TOOL and PATH are ignored.
+ *   cold   N times (after WARMUP untimed ones): a client's whole short session. fork/exec the
+ *          server, `initialize` (waiting for the reply), `notifications/initialized` and
+ *          `tools/list` (waiting for a reply that lists tools), close its stdin, read its stdout to
+ *          EOF and reap it. Times from just before fork() to waitpid()'s return; the server must
+ *          exit 0. Prints one sample (µs) per line. TOOL and PATH are ignored.
  *   seq    spawn once, initialize + notifications/initialized, WARMUP untimed calls, then N
  *          tools/call {name: TOOL, arguments: {path: PATH}} one at a time. Prints each round
  *          trip (µs, from before write() to the reply's newline). Each reply must carry the
@@ -267,6 +272,42 @@ static void mode_spawn(char **argv, long n, long warm) {
     }
 }
 
+static const char *TOOLS_LIST = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}\n";
+
+static void mode_cold(char **argv, long n, long warm) {
+    Server s = {0};
+    char sink[65536];
+    for (long i = 0; i < warm + n; i++) {
+        double t0 = now_us();
+        spawn_server(&s, argv);
+        initialize(&s);
+        write_all(s.in_fd, TOOLS_LIST, strlen(TOOLS_LIST));
+        char *l = read_reply(&s, 1, "tools/list");
+        if (!strstr(l, "\"tools\"") || !strstr(l, "\"inputSchema\""))
+            die("tools/list: no tools in the reply: %.300s", l);
+        close(s.in_fd);
+        s.in_fd = -1;
+        for (;;) { /* what is left of stdout, up to EOF: the server is exiting */
+            struct pollfd p = {.fd = s.out_fd, .events = POLLIN};
+            int r;
+            do r = poll(&p, 1, TIMEOUT_MS); while (r < 0 && errno == EINTR);
+            if (r == 0) die("the server did not exit within %d s of stdin closing", TIMEOUT_MS / 1000);
+            ssize_t got = read(s.out_fd, sink, sizeof sink);
+            if (got == 0) break;
+            if (got < 0 && errno != EINTR) die("read from server: %s", strerror(errno));
+        }
+        int st;
+        while (waitpid(s.pid, &st, 0) < 0)
+            if (errno != EINTR) die("waitpid: %s", strerror(errno));
+        double t1 = now_us();
+        close(s.out_fd);
+        s.out_fd = -1;
+        g_child = -1;
+        if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) die("the server exited with status 0x%x", st);
+        if (i >= warm) printf("%.1f\n", t1 - t0);
+    }
+}
+
 static void mode_seq(char **argv, long n, long warm) {
     Server s = {0};
     spawn_server(&s, argv);
@@ -346,7 +387,7 @@ static void mode_pipe(char **argv, long n, long warm, long batches) {
 }
 
 static void usage(void) {
-    fprintf(stderr, "usage: mcpclient [-w WARMUP] [-b BATCHES] spawn|seq|pipe N TOOL PATH -- SERVER-ARGV...\n");
+    fprintf(stderr, "usage: mcpclient [-w WARMUP] [-b BATCHES] spawn|cold|seq|pipe N TOOL PATH -- SERVER-ARGV...\n");
     exit(2);
 }
 
@@ -375,6 +416,7 @@ int main(int argc, char **argv) {
     snprintf(g_args_json, cap, "{\"name\":\"%s\",\"arguments\":{\"path\":\"%s\"}}", et, ep);
 
     if (!strcmp(mode, "spawn")) mode_spawn(server, n, warm);
+    else if (!strcmp(mode, "cold")) mode_cold(server, n, warm);
     else if (!strcmp(mode, "seq")) mode_seq(server, n, warm);
     else if (!strcmp(mode, "pipe")) mode_pipe(server, n, warm, batches);
     else usage();

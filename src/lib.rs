@@ -1,18 +1,23 @@
 //! replay's modules, as a library so that the fuzz targets in `fuzz/` can call the pure cores
 //! directly. The binary (`src/main.rs`) is the product; this is not a stable API.
 //!
-//! Public are the modules `main` starts the server with (`cli`, `sandbox`, `policy`, `protocol`,
-//! `tools`) and the ones the fuzz targets drive (`protocol::jsonrpc`, `schema`, `policy`,
+//! Public are the modules `main` starts the server or a subcommand with (`cli`, `sandbox`,
+//! `policy`, `protocol`, `tools`, `oneshot`, `client_config`, `selection`, `interrupt`) and the
+//! ones the fuzz targets drive (`protocol::jsonrpc`, `schema`, `policy`,
 //! `tools::edit::matching`, `js_regex`). The rest stays private to the crate.
 
 mod base64;
 pub mod cli;
+pub mod client_config;
 mod error;
+pub mod interrupt;
 pub mod js_regex;
+pub mod oneshot;
 pub mod policy;
 pub mod protocol;
 pub mod sandbox;
 pub mod schema;
+pub mod selection;
 #[cfg(test)]
 mod tidy;
 pub mod tools;

@@ -1,10 +1,12 @@
 //! replay: an MCP filesystem server over stdio, fenced by an allowed-directories policy.
 //!
-//! Reading order: `cli` (command line → `Config`), `protocol::session` (the read loop,
-//! initialize, tools/list), `protocol::dispatch` (tools/call → validation → tool), `schema`
-//! (schemas/*.json), `policy` (client string → `ResolvedPath`, the security boundary), `tools`
-//! (one function per tool), `error` (`ToolError` and the contract's codes). The modules are
-//! declared in `lib.rs`, a library so that the fuzz targets in `fuzz/` can reach them.
+//! Reading order: `cli` (command line → `Config`, or a subcommand), `protocol::session` (the
+//! read loop, initialize, tools/list), `protocol::dispatch` (tools/call → validation → tool),
+//! `schema` (schemas/*.json), `policy` (client string → `ResolvedPath`, the security boundary),
+//! `tools` (one function per tool), `error` (`ToolError` and the contract's codes). The
+//! subcommands: `oneshot` (`call`, `tools`, `schema`) and `client_config` (`print-config`);
+//! `selection` decides which tools are served. The modules are declared in `lib.rs`, a library
+//! so that the fuzz targets in `fuzz/` can reach them.
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -12,22 +14,50 @@ use std::sync::Arc;
 
 use tracing_subscriber::EnvFilter;
 
-use replay::cli::{self, Invocation};
+use replay::cli::{self, Config, Invocation, OneShot};
 use replay::policy::Policy;
-use replay::tools::Settings;
-use replay::{protocol, sandbox};
+use replay::protocol::transport;
+use replay::tools::{Cancel, Settings};
+use replay::{client_config, interrupt, oneshot, protocol, sandbox};
 
 fn main() -> ExitCode {
     limit_malloc_arenas();
-    let config = match cli::parse() {
-        Invocation::Serve(config) => config,
-        Invocation::Exit { message, status } => {
-            if !message.is_empty() {
-                let _ = writeln!(std::io::stderr(), "{}", message.trim_end());
+    match cli::parse() {
+        Invocation::Serve(config) => serve(config),
+        Invocation::Call(call) => call_once(call),
+        Invocation::Tools(served) => answer(&oneshot::tools_summary(&served), "", 0),
+        Invocation::Schema(tool) => match oneshot::schema_text(&tool) {
+            Some(text) => answer(&text, "", 0),
+            None => answer("", &format!("replay: no schema for {tool:?}"), 2),
+        },
+        Invocation::PrintConfig(print) => match client_config::current_exe() {
+            Ok(exe) => {
+                let text =
+                    client_config::render(print.client, print.json, &exe, &print.server_args);
+                answer(&text, "", 0)
             }
-            return ExitCode::from(status as u8);
+            Err(message) => answer("", &message, 1),
+        },
+        Invocation::Exit { message, status } => answer("", &message, status as u8),
+    }
+}
+
+/// Writes a subcommand's answer and gives its status. A reader that went away (`| head`) ends
+/// the output quietly.
+fn answer(stdout: &str, stderr: &str, status: u8) -> ExitCode {
+    if !stderr.is_empty() {
+        let _ = writeln!(std::io::stderr(), "{}", stderr.trim_end());
+    }
+    if let Err(e) = transport::write_stdout(stdout) {
+        if e.kind() != std::io::ErrorKind::BrokenPipe {
+            let _ = writeln!(std::io::stderr(), "replay: writing stdout: {e}");
         }
-    };
+        return ExitCode::from(status.max(1));
+    }
+    ExitCode::from(status)
+}
+
+fn serve(config: Config) -> ExitCode {
     init_logging(config.log_filter.as_deref());
     for root in &config.roots {
         tracing::info!(path = %root.path.display(), access = ?root.access, "allowed directory");
@@ -35,11 +65,66 @@ fn main() -> ExitCode {
     if config.roots.is_empty() {
         tracing::warn!("no allowed directories: every path will be refused");
     }
-    let command_tmp = sandbox::CommandTmp::prepare().map(Arc::new);
-    let tmp_parent = command_tmp.as_ref().map(|t| t.parent().to_path_buf());
+    if config.disabled_tools.len() == replay::schema::FILES.len() {
+        tracing::warn!("no tools are served: --tools, --disable-tool and --read-only left none");
+    }
     // Without directories the sandbox waits for the client's roots: applied now, it would
     // confine the server to nothing for good.
     let defer = config.roots.is_empty() && config.sandbox.enabled;
+    let confined = confine(&config, defer);
+    let deferred_sandbox = defer.then(|| protocol::session::DeferredSandbox {
+        config: config.sandbox.clone(),
+        home: config.home.clone(),
+        command_tmp_parent: confined.tmp_parent.clone(),
+    });
+    let options = protocol::session::Options {
+        tool_errors: config.tool_errors,
+        deferred_sandbox,
+        read_only: config.read_only,
+    };
+    let (policy, settings) = scope(config, &confined);
+    protocol::session::serve(policy, Arc::new(settings), options);
+    if let Some(tmp) = &confined.command_tmp {
+        tmp.remove();
+    }
+    ExitCode::SUCCESS
+}
+
+/// `replay call`: the server's start-up (sandbox included) and one tool call, then exit.
+/// SIGINT, SIGTERM or SIGHUP cancel the call (killing a command it started) and exit 128+N.
+fn call_once(call: OneShot) -> ExitCode {
+    let OneShot { config, tool, args, json } = call;
+    init_logging(config.log_filter.as_deref());
+    let confined = confine(&config, false);
+    let (policy, settings) = scope(config, &confined);
+    // After `confine`: the sandbox binds the threads started later, this one included.
+    let cancel = Arc::new(Cancel::default());
+    let interrupt = interrupt::watch(Arc::clone(&cancel));
+    let request = oneshot::Request { tool, args, json };
+    let result = oneshot::call(&policy, &settings, &cancel, request);
+    if let Some(tmp) = &confined.command_tmp {
+        tmp.remove();
+    }
+    if let Some(signo) = interrupt.signal() {
+        let message = format!("replay: interrupted by signal {signo}; the call was cancelled");
+        return answer("", &message, 128u8.saturating_add(signo as u8));
+    }
+    answer(&result.stdout, &result.stderr, result.status)
+}
+
+/// The commands' TMPDIR and the sandbox's outcome.
+struct Confined {
+    command_tmp: Option<Arc<sandbox::CommandTmp>>,
+    tmp_parent: Option<std::path::PathBuf>,
+    status: sandbox::Status,
+}
+
+/// Finds the commands' per-user TMPDIR parent and applies the Landlock sandbox (unless it waits
+/// for the client's roots). Called before any thread exists: Landlock binds the calling thread
+/// and those it starts afterwards.
+fn confine(config: &Config, defer: bool) -> Confined {
+    let command_tmp = sandbox::CommandTmp::prepare().map(Arc::new);
+    let tmp_parent = command_tmp.as_ref().map(|t| t.parent().to_path_buf());
     let status = if defer {
         sandbox::Status::Deferred
     } else {
@@ -54,28 +139,18 @@ fn main() -> ExitCode {
         sandbox::Status::Enforced => tracing::info!("Landlock sandbox enforced"),
         other => tracing::warn!("{}", other.note().unwrap_or_default()),
     }
-    let settings = Arc::new(Settings {
+    Confined { command_tmp, tmp_parent, status }
+}
+
+/// The policy and the tools' settings the configuration describes.
+fn scope(config: Config, confined: &Confined) -> (Policy, Settings) {
+    let settings = Settings {
         deny_commands: config.deny_commands,
-        command_tmp: command_tmp.clone(),
-        sandbox_note: status.note(),
-        disabled_tools: if config.no_exec {
-            vec!["execute_command".to_string()]
-        } else {
-            Vec::new()
-        },
-    });
-    let deferred_sandbox = defer.then(|| protocol::session::DeferredSandbox {
-        config: config.sandbox.clone(),
-        home: config.home.clone(),
-        command_tmp_parent: tmp_parent,
-    });
-    let options = protocol::session::Options { tool_errors: config.tool_errors, deferred_sandbox };
-    let policy = Policy::new(config.roots, config.home);
-    protocol::session::serve(policy, settings, options);
-    if let Some(tmp) = &command_tmp {
-        tmp.remove();
-    }
-    ExitCode::SUCCESS
+        command_tmp: confined.command_tmp.clone(),
+        sandbox_note: confined.status.note(),
+        disabled_tools: config.disabled_tools,
+    };
+    (Policy::new(config.roots, config.home), settings)
 }
 
 /// One malloc arena for the whole process. glibc gives each thread that contends its own arena

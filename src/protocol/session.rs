@@ -42,6 +42,8 @@ pub struct Options {
     pub tool_errors: ToolErrors,
     /// Started without directories: the sandbox waits for the client's first roots.
     pub deferred_sandbox: Option<DeferredSandbox>,
+    /// `--read-only`: a client's first roots become read-only directories, not read-write.
+    pub read_only: bool,
 }
 
 /// What applying the sandbox later takes.
@@ -60,6 +62,7 @@ pub struct Session {
     ceiling: Mutex<Vec<AllowedRoot>>,
     deferred_sandbox: Mutex<Option<DeferredSandbox>>,
     tool_errors: ToolErrors,
+    read_only: bool,
     outbox: Outbox,
     /// What the legacy era's `initialize` settled, and the client's root support.
     client: Mutex<Client>,
@@ -139,6 +142,7 @@ pub fn serve(policy: Policy, settings: Arc<Settings>, options: Options) {
         ceiling: Mutex::new(ceiling),
         deferred_sandbox: Mutex::new(options.deferred_sandbox),
         tool_errors: options.tool_errors,
+        read_only: options.read_only,
         outbox,
         client: Mutex::new(Client::default()),
         calls: Mutex::new(HashMap::new()),
@@ -660,6 +664,9 @@ impl Session {
                 return;
             }
             *ceiling = roots::as_ceiling(client_roots);
+            if self.read_only {
+                ceiling.iter_mut().for_each(|root| root.access = crate::policy::Access::Read);
+            }
             if let Some(deferred) = lock(&self.deferred_sandbox).take() {
                 let status = sandbox::apply(
                     &ceiling,
@@ -740,8 +747,8 @@ fn finish(result: Value, revision: Revision) -> Value {
     }
 }
 
-/// `--tool-errors result`: the failure as a result the model can read.
-fn error_result(error: &RpcError, revision: Revision) -> Value {
+/// `--tool-errors result` (and `replay call --json`): the failure as a result the model can read.
+pub fn error_result(error: &RpcError, revision: Revision) -> Value {
     let mut result = json!({
         "content": [{"type": "text", "text": format!("error {}: {}", error.code, error.message)}],
         "isError": true,

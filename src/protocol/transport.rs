@@ -1,5 +1,6 @@
 //! stdin and stdout: the only code that writes stdout. The session's thread reads lines; replies
-//! are written by the thread that made them or, when that could block, by a writer thread.
+//! are written by the thread that made them or, when that could block, by a writer thread. The
+//! one-shot subcommands write their answer through `write_stdout`.
 //!
 //! Plain blocking I/O rather than tokio's stdio: tokio's `Stdin`/`Stdout` hop to the blocking
 //! pool on every read and write, which costs more per message than the small tool calls
@@ -235,6 +236,14 @@ pub fn widen_pipe(fd: std::os::fd::RawFd) {
     if is_pipe {
         let _ = nix::fcntl::fcntl(fd, nix::fcntl::FcntlArg::F_SETPIPE_SZ(1 << 20));
     }
+}
+
+/// Writes `text` to stdout whole: the one-shot subcommands' answer (`replay call`, `tools`,
+/// `schema`, `print-config`), written once, with no server running.
+pub fn write_stdout(text: &str) -> std::io::Result<()> {
+    let mut stdout = stdout();
+    stdout.write_all(text.as_bytes())?;
+    stdout.flush()
 }
 
 /// File descriptor 1, never closed by us.

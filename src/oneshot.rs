@@ -1,0 +1,160 @@
+//! replay without an MCP client: `replay call` runs one tool through the server's own
+//! `tools/call` path (`protocol::dispatch`: schema validation, the policy, the tool), and
+//! `replay tools` and `replay schema` print what `schemas/` says.
+//!
+//! Each function returns what to print; `main` writes it (stdout through
+//! `protocol::transport`, the only stdout writer) and exits with the status.
+
+use std::io::Read;
+
+use serde_json::{json, Value};
+
+use crate::policy::Policy;
+use crate::protocol::dispatch::{self, ToolReply};
+use crate::protocol::revision::{self, LATEST_LEGACY};
+use crate::protocol::session;
+use crate::schema;
+use crate::tools::{Cancel, Progress, Settings};
+
+/// What a one-shot command prints, and its exit status.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Answer {
+    pub stdout: String,
+    pub stderr: String,
+    pub status: u8,
+}
+
+/// `replay call`'s JSON-ARGS: absent means `{}`, `-` means stdin. `Err` is a usage error.
+pub fn arguments(raw: Option<&str>) -> Result<Value, String> {
+    let text = match raw {
+        None => return Ok(json!({})),
+        Some("-") => {
+            let mut text = String::new();
+            std::io::stdin()
+                .read_to_string(&mut text)
+                .map_err(|e| format!("replay call: cannot read JSON-ARGS from stdin: {e}"))?;
+            text
+        }
+        Some(text) => text.to_string(),
+    };
+    serde_json::from_str(&text).map_err(|e| {
+        let shown: String = text.chars().take(60).collect();
+        format!(
+            "replay call: JSON-ARGS is not JSON ({e}): {shown:?}\nGive the tool's arguments as \
+             one JSON object, e.g. '{{\"path\":\"a.txt\"}}'; directories go after it."
+        )
+    })
+}
+
+/// The tool, its arguments and how to print the result.
+pub struct Request {
+    pub tool: String,
+    pub args: Value,
+    /// Print the MCP result object as JSON instead of its text.
+    pub json: bool,
+}
+
+/// Runs the tool once and renders its result: the text of each content item (or, with `json`,
+/// the MCP result object). A failure is `error CODE: message` on stderr and status 1.
+pub fn call(policy: &Policy, settings: &Settings, cancel: &Cancel, request: Request) -> Answer {
+    let Request { tool, args, json } = request;
+    let params = json!({"name": tool, "arguments": args});
+    let outcome = dispatch::call_tool(policy, settings, cancel, &Progress::default(), params);
+    let result = match outcome {
+        Ok(reply) => result_object(reply),
+        Err(error) => {
+            let stdout = if json {
+                json_line(&session::error_result(&error, LATEST_LEGACY))
+            } else {
+                String::new()
+            };
+            let stderr = format!("replay: error {}: {}\n", error.code, error.message);
+            return Answer { stdout, stderr, status: 1 };
+        }
+    };
+    let failed = result["isError"] == true;
+    let status = u8::from(failed);
+    match (json, failed) {
+        (true, _) => Answer { stdout: json_line(&result), stderr: String::new(), status },
+        (false, false) => Answer { stdout: text_of(&result), stderr: String::new(), status },
+        (false, true) => Answer { stdout: String::new(), stderr: text_of(&result), status },
+    }
+}
+
+/// The result as a 2025-11-25 client would get it, structured content included.
+fn result_object(reply: ToolReply) -> Value {
+    let ToolReply { mut result, structured_json } = reply;
+    if let Some(structured) = structured_json.and_then(|raw| serde_json::from_str(&raw).ok()) {
+        result["structuredContent"] = structured;
+    }
+    revision::tool_result(result, LATEST_LEGACY)
+}
+
+fn json_line(value: &Value) -> String {
+    format!("{value}\n")
+}
+
+/// Each content item on its own, ending in a newline: text as it is, binary as a note (the data
+/// is base64 in `--json`'s output).
+fn text_of(result: &Value) -> String {
+    let mut out = String::new();
+    for item in result["content"].as_array().into_iter().flatten() {
+        match item["type"].as_str() {
+            Some("text") => out.push_str(item["text"].as_str().unwrap_or_default()),
+            Some(kind) => {
+                let (mime, data) = match kind {
+                    "resource" => (&item["resource"]["mimeType"], &item["resource"]["blob"]),
+                    _ => (&item["mimeType"], &item["data"]),
+                };
+                let base64_len = data.as_str().map_or(0, str::len);
+                out.push_str(&format!(
+                    "[{kind} {}, {} bytes: --json gives its data as base64]",
+                    mime.as_str().unwrap_or("application/octet-stream"),
+                    (base64_len / 4 * 3).saturating_sub(padding(data.as_str().unwrap_or_default()))
+                ));
+            }
+            None => {}
+        }
+        if !out.ends_with('\n') {
+            out.push('\n');
+        }
+    }
+    out
+}
+
+fn padding(base64: &str) -> usize {
+    base64.bytes().rev().take_while(|&b| b == b'=').count()
+}
+
+/// `replay tools`: one line per tool served, its name and the first sentence of its
+/// description, in tools/list order.
+pub fn tools_summary(served: &[&str]) -> String {
+    let width = served.iter().map(|n| n.len()).max().unwrap_or(0);
+    let mut out = String::new();
+    for name in served {
+        let Some(def) = schema::find(name) else { continue };
+        let description = def.definition["description"].as_str().unwrap_or_default();
+        out.push_str(&format!("{name:width$}  {}\n", first_sentence(description)));
+    }
+    out
+}
+
+/// Up to the first period that ends the text or is followed by whitespace.
+fn first_sentence(text: &str) -> &str {
+    let bytes = text.as_bytes();
+    for (i, &b) in bytes.iter().enumerate() {
+        if b == b'.' && bytes.get(i + 1).is_none_or(u8::is_ascii_whitespace) {
+            return &text[..=i];
+        }
+    }
+    text
+}
+
+/// `replay schema`: the tool's input schema as pretty JSON; `None` for a name no tool has.
+pub fn schema_text(tool: &str) -> Option<String> {
+    let def = schema::find(tool)?;
+    serde_json::to_string_pretty(def.input_schema()).ok().map(|text| text + "\n")
+}
+
+#[cfg(test)]
+mod tests;
