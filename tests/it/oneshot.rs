@@ -359,7 +359,7 @@ fn schema_prints_the_input_schema_of_schemas_dir() {
         assert!(out.stdout.contains("\n  \""), "{name}: pretty-printed");
         count += 1;
     }
-    assert_eq!(count, 16);
+    assert_eq!(count, 17);
     let out = run(&["schema", "cat"], "");
     expect_status(&out, 2, "schema cat");
     assert!(out.stderr.contains(r#"schema names no tool: "cat""#), "{}", out.stderr);

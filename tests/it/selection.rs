@@ -6,7 +6,7 @@ use serde_json::{json, Value};
 use crate::harness::{path_str, replay_command, run_cli, Server, TestEnv};
 
 /// Every tool, in tools/list order (`schemas/`).
-const ALL: [&str; 16] = [
+const ALL: [&str; 17] = [
     "read_file",
     "read_multiple_files",
     "write_file",
@@ -14,6 +14,7 @@ const ALL: [&str; 16] = [
     "list_directory",
     "directory_tree",
     "move_file",
+    "copy_file",
     "delete_file",
     "get_file_info",
     "list_allowed_directories",
@@ -25,10 +26,11 @@ const ALL: [&str; 16] = [
     "execute_command",
 ];
 
-const WRITERS: [&str; 7] = [
+const WRITERS: [&str; 8] = [
     "write_file",
     "create_directory",
     "move_file",
+    "copy_file",
     "delete_file",
     "edit_file",
     "edit_files",
@@ -62,6 +64,7 @@ fn sample_args(env: &TestEnv, tool: &str) -> Value {
         "create_directory" => json!({"path": p("newdir")}),
         "list_directory" | "directory_tree" => json!({"path": p("")}),
         "move_file" => json!({"source": p("b.txt"), "destination": p("moved.txt")}),
+        "copy_file" => json!({"source": p("a.txt"), "destination": p("copied.txt")}),
         "delete_file" => json!({"path": p("c.txt")}),
         "list_allowed_directories" => json!({}),
         "edit_file" => json!({"path": p("a.txt"), "edits": [{"oldText": "a", "newText": "A"}]}),
@@ -118,6 +121,7 @@ fn tools_list_agrees_with_tools_call() {
                 "list_directory",
                 "directory_tree",
                 "move_file",
+                "copy_file",
                 "get_file_info",
                 "list_allowed_directories",
                 "edit_file",
