@@ -96,7 +96,8 @@ pub struct Settings {
     pub command_tmp: Option<std::sync::Arc<crate::sandbox::CommandTmp>>,
     /// Said in list_allowed_directories when the kernel sandbox is not in force.
     pub sandbox_note: Option<String>,
-    /// Tools left out of tools/list and refused (`--no-exec`).
+    /// Tools left out of tools/list and refused (`--read-only`, `--tools`, `--disable-tool`,
+    /// `--no-exec`; see `selection`).
     pub disabled_tools: Vec<String>,
 }
 
