@@ -259,6 +259,8 @@ pub enum Invocation {
     /// `replay schema`: a tool that exists.
     Schema(String),
     PrintConfig(PrintConfig),
+    /// `--help` or `--version`: print this to stdout and exit 0.
+    Help(String),
     /// Print this to stderr and exit with this status.
     Exit {
         message: String,
@@ -308,10 +310,10 @@ pub fn parse_from(args: Vec<OsString>) -> Invocation {
         Err(e) => {
             let status = if e.use_stderr() { 2 } else { 0 };
             let message = e.render().to_string();
-            // --help and --version go to stdout by convention; they run before any server does.
+            // --help and --version go to stdout by convention, through the transport like
+            // every other byte there.
             if !e.use_stderr() {
-                let _ = e.print();
-                return Invocation::Exit { message: String::new(), status };
+                return Invocation::Help(message);
             }
             return Invocation::Exit { message, status };
         }

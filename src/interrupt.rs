@@ -45,7 +45,10 @@ impl Interrupt {
 /// thread cannot be made, signals keep their default action (they end replay).
 pub fn watch(cancel: Arc<Cancel>) -> Interrupt {
     let interrupt = Interrupt::default();
-    let Ok((read_end, write_end)) = nix::unistd::pipe() else { return interrupt };
+    // CLOEXEC: a command the call runs must not inherit either end.
+    let Ok((read_end, write_end)) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC) else {
+        return interrupt;
+    };
     let seen = Arc::clone(&interrupt.0);
     let mut read_end = std::fs::File::from(read_end);
     let spawned = std::thread::Builder::new().name("interrupt".into()).spawn(move || {

@@ -365,6 +365,9 @@ struct Translator<'p> {
     names: Vec<(String, usize)>,
     depth: usize,
     lookbehind_depth: usize,
+    /// Alternations and lazy quantifiers read so far: where a group can prefer the empty
+    /// string to a longer match (see `repeat_nullable`).
+    choices: usize,
 }
 
 impl<'p> Translator<'p> {
@@ -380,6 +383,7 @@ impl<'p> Translator<'p> {
             names: Vec::new(),
             depth: 0,
             lookbehind_depth: 0,
+            choices: 0,
         }
     }
 
@@ -443,6 +447,7 @@ impl<'p> Translator<'p> {
         let mut width = self.alternative()?;
         while self.eat('|') {
             self.out.push('|');
+            self.choices += 1;
             let next = self.alternative()?;
             width = Width { zero: width.zero && next.zero, empty: width.empty || next.empty };
         }
@@ -465,7 +470,9 @@ impl<'p> Translator<'p> {
     /// An atom and its optional quantifier.
     fn term(&mut self) -> Parsed<Width> {
         let out_start = self.out.len();
+        let choices = self.choices;
         let atom = self.atom()?;
+        let has_choice = self.choices > choices;
         let quantifier_at = self.pos;
         let Some(quantifier) = self.quantifier()? else {
             let zero = matches!(atom, Atom::Assertion | Atom::LookBehind | Atom::ZeroWidth);
@@ -484,7 +491,7 @@ impl<'p> Translator<'p> {
                 Ok(Width { zero: false, empty })
             }
             Atom::Nullable => {
-                self.repeat_nullable(out_start, quantifier);
+                self.repeat_nullable(out_start, quantifier, has_choice);
                 Ok(Width { zero: false, empty: true })
             }
             Atom::Astral => {
@@ -501,8 +508,13 @@ impl<'p> Translator<'p> {
     /// `(?:(?=)(|a))*`. The regex crate cannot compile that, so [`FastRegex`] leaves these
     /// patterns to the exact engine. A bounded one (`(|a)?`, `(|a){1,3}`) still takes the empty
     /// branch: a known divergence.
-    fn repeat_nullable(&mut self, out_start: usize, quantifier: Quantifier) {
-        if quantifier.max.is_none() {
+    ///
+    /// Only a group with a choice in it (an alternation or a lazy quantifier) can prefer the
+    /// empty string while a longer match is there; one without (`(\s*)*`) always takes the
+    /// longer match first, in both engines, and stays on the regex crate's linear engines: on
+    /// the VM such a group backtracks exponentially when the rest fails.
+    fn repeat_nullable(&mut self, out_start: usize, quantifier: Quantifier, has_choice: bool) {
+        if quantifier.max.is_none() && has_choice {
             self.out.insert_str(out_start, "(?:(?=)");
             self.out.push(')');
         }
@@ -558,6 +570,9 @@ impl<'p> Translator<'p> {
             return self.error_at(start, "repetition count too large");
         };
         let lazy = self.eat('?');
+        if lazy {
+            self.choices += 1;
+        }
         Ok(Some(Quantifier { min, max, lazy }))
     }
 

@@ -38,6 +38,7 @@ fn main() -> ExitCode {
             }
             Err(message) => answer("", &message, 1),
         },
+        Invocation::Help(text) => answer(&text, "", 0),
         Invocation::Exit { message, status } => answer("", &message, status as u8),
     }
 }

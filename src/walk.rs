@@ -261,10 +261,12 @@ impl Walker<'_, '_> {
 
     fn work<V: FnMut(Entry)>(&self, visitor: &mut V) {
         while let Some(job) = self.next() {
+            // Marks the job done even if the visitor panics, so the other threads do not wait
+            // for it for ever and the panic reaches the call's `catch_unwind`.
+            let _done = JobDone(self);
             if !self.cancelled() {
                 self.read(job, visitor);
             }
-            self.done();
         }
     }
 
@@ -325,6 +327,14 @@ impl Walker<'_, '_> {
             }
             visitor(Entry { dir: Some(Arc::clone(&dir)), ..entry });
         });
+    }
+}
+
+struct JobDone<'w, 'o, 's>(&'w Walker<'o, 's>);
+
+impl Drop for JobDone<'_, '_, '_> {
+    fn drop(&mut self) {
+        self.0.done();
     }
 }
 

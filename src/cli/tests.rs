@@ -24,8 +24,8 @@ fn parse_line(line: &[&str]) -> Invocation {
     parse_from(args)
 }
 
-/// What `line` parses to, in a word: `serve`, `call`, `tools`, `schema`, `print-config`, or
-/// `exit N`.
+/// What `line` parses to, in a word: `serve`, `call`, `tools`, `schema`, `print-config`,
+/// `help`, or `exit N`.
 fn kind(line: &[&str]) -> String {
     match parse_line(line) {
         Invocation::Serve(_) => "serve".into(),
@@ -33,6 +33,7 @@ fn kind(line: &[&str]) -> String {
         Invocation::Tools(_) => "tools".into(),
         Invocation::Schema(_) => "schema".into(),
         Invocation::PrintConfig(_) => "print-config".into(),
+        Invocation::Help(_) => "help".into(),
         Invocation::Exit { status, .. } => format!("exit {status}"),
     }
 }

@@ -110,7 +110,9 @@ fn translates_quantifiers() {
     // A group that can match the empty string among other things repeats on the VM (JS refuses
     // an empty optional iteration); an exact count has no optional iteration.
     check("(|a)*", "(?:(?=)(|a))*");
-    check("(?:a*)+?", "(?:(?=)(?:a*))+?");
+    check("(?:a??)+?", "(?:(?=)(?:a??))+?");
+    check("(?:a*)+?", "(?:a*)+?");
+    check("(b*)*x", "(b*)*x");
     check("(|a)?", "(|a)?");
     check("(|a){2}", "(|a){2}");
     check("(a)*", "(a)*");
@@ -319,6 +321,8 @@ const ROWS: &[(&str, &str, &str)] = &[
     ("(a*?){2,}", "", "aaa"),
     (r"((((|a))|||||||\|k|$)|b)*", "", "a"),
     ("(|a)*?b", "", "aab"),
+    (r"(\s*)*x", "", "   x  "),
+    ("(a*b*)+c", "", "aabbc abc"),
     // Case-insensitive.
     ("abc", "i", "ABC aBc"),
     ("[a-z]+", "i", "Hello WORLD"),

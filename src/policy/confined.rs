@@ -46,13 +46,13 @@ impl RootDir {
         RootDir { path: path.to_path_buf(), fd: RwLock::new(fd) }
     }
 
-    /// The root's handle. A root that was removed and made again (`rm -rf out && mkdir out`) is
-    /// opened again, but only if its path now names a real directory at exactly that place.
+    /// The root's handle. A root that was removed and made again (`rm -rf out && mkdir out`), or
+    /// renamed away and replaced, is opened again, but only if its path now names a real
+    /// directory at exactly that place.
     fn handle(&self) -> io::Result<Arc<OwnedFd>> {
         let current = self.fd.read().unwrap_or_else(|e| e.into_inner()).clone();
         if let Some(fd) = current {
-            // A removed directory has no links left.
-            if nix::sys::stat::fstat(fd.as_fd()).is_ok_and(|stat| stat.st_nlink > 0) {
+            if still_at(&fd, &self.path) {
                 return Ok(fd);
             }
         }
@@ -63,6 +63,17 @@ impl RootDir {
         *self.fd.write().unwrap_or_else(|e| e.into_inner()) = Some(Arc::clone(&fresh));
         Ok(fresh)
     }
+}
+
+/// Whether a root's handle is still the directory at `path`: not removed (a removed directory
+/// has no links left) and not renamed away (`mv proj proj.old && mv proj.new proj`).
+fn still_at(fd: &OwnedFd, path: &Path) -> bool {
+    if !nix::sys::stat::fstat(fd.as_fd()).is_ok_and(|stat| stat.st_nlink > 0) {
+        return false;
+    }
+    let fd_path = format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(fd));
+    // Without /proc there is nothing to compare: keep the handle.
+    std::fs::read_link(fd_path).map_or(true, |real| real == path)
 }
 
 /// Opens a root: a directory, not a symlink, and really at `path` (no symlink on the way).
@@ -487,6 +498,10 @@ fn copy_entry(
     }
 }
 
+/// The permission bits a copy keeps: setuid and setgid are dropped, as `cp` without `-p` does,
+/// so a copy never makes a privileged program (the sticky bit stays).
+const COPIED_MODE_BITS: u32 = 0o1777;
+
 /// Makes the directory `to_name` in `to` (private until filled) and copies every entry of the
 /// open directory `source` into it; then gives it `mode`'s permission bits.
 fn copy_dir(
@@ -508,7 +523,7 @@ fn copy_dir(
     for entry in read_entries(source)? {
         copy_entry(source, &entry.name, target.as_fd(), &entry.name, Some(made))?;
     }
-    Ok(nix::sys::stat::fchmod(target.as_fd(), Mode::from_bits_truncate(mode & 0o7777))?)
+    Ok(nix::sys::stat::fchmod(target.as_fd(), Mode::from_bits_truncate(mode & COPIED_MODE_BITS))?)
 }
 
 /// Creates `to_name` in `to` (it must not exist) with the contents of `source` and `mode`'s
@@ -520,7 +535,7 @@ fn copy_file(source: &File, mode: u32, to: BorrowedFd<'_>, to_name: &OsStr) -> i
     // `io::copy` between two files uses copy_file_range: no copy through user space.
     let mut source = source;
     io::copy(&mut source, &mut target)?;
-    nix::sys::stat::fchmod(target.as_fd(), Mode::from_bits_truncate(mode & 0o7777))?;
+    nix::sys::stat::fchmod(target.as_fd(), Mode::from_bits_truncate(mode & COPIED_MODE_BITS))?;
     target.sync_all()
 }
 

@@ -10,7 +10,6 @@
 use std::ffi::OsStr;
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd};
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use nix::errno::Errno;
 use nix::fcntl::{renameat, renameat2, OFlag, RenameFlags};
@@ -19,7 +18,7 @@ use serde::Deserialize;
 
 use crate::error::ToolError;
 use crate::policy::confined::{self, Kind, Slot};
-use crate::tools::write::TEMP_PREFIX;
+use crate::tools::write::temp_name;
 use crate::tools::{Ctx, Output};
 
 const NOT_COPYABLE: &str = "not a regular file or directory (a device, FIFO or socket)";
@@ -113,24 +112,22 @@ pub fn copy_file(ctx: &Ctx, args: CopyFileArgs) -> Result<Output, ToolError> {
 /// Listings and walks skip temp names, so a copy in progress is never seen; a failed one is
 /// removed.
 fn copy_to_temp(from: &std::fs::File, to: &Slot) -> io::Result<String> {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
     let dir = to.dir.as_fd();
-    let temp = loop {
-        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-        // The same form as write_file's temp files, so a file left by a killed server is
-        // swept like theirs; the counter differs, so a name may be taken: the next is tried.
-        let name = format!("{TEMP_PREFIX}{}.{n}", std::process::id());
-        match confined::stat_at(dir, OsStr::new(&name)) {
-            Err(Errno::ENOENT) => break name,
-            Ok(_) => continue,
-            Err(e) => return Err(e.into()),
+    loop {
+        // write_file's temp names, from the same counter, so a copy left by a killed server is
+        // swept like their files, and no call of this process picks a name another holds.
+        let temp = temp_name();
+        match confined::copy_open(from, dir, OsStr::new(&temp)) {
+            Ok(()) => return Ok(temp),
+            // The name is taken (a server in another pid namespace sharing the directory):
+            // the create failed at the top, so nothing of ours is there. Try the next.
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
+            Err(e) => {
+                discard(dir, OsStr::new(&temp));
+                return Err(e);
+            }
         }
-    };
-    if let Err(e) = confined::copy_open(from, dir, OsStr::new(&temp)) {
-        discard(dir, OsStr::new(&temp));
-        return Err(e);
     }
-    Ok(temp)
 }
 
 /// Renames the finished copy to the slot's name: replacing the file there with `replace`,

@@ -104,7 +104,12 @@ fn spawn(ctx: &Ctx, command: &str, cwd: &ResolvedPath) -> Result<Child, ToolErro
     // command itself may then go anywhere its sandbox lets it.)
     let dir = cwd.open_dir().map_err(|e| ToolError::io("use working directory", &cwd.shown, e))?;
     let via_handle = PathBuf::from(format!("/proc/self/fd/{}", dir.as_raw_fd()));
-    let enter = if via_handle.exists() { via_handle } else { cwd.real.clone() };
+    let enter = if via_handle.exists() {
+        via_handle
+    } else {
+        tracing::warn!("no /proc: entering the working directory by its path");
+        cwd.real.clone()
+    };
     let mut cmd = std::process::Command::new("/bin/sh");
     cmd.arg("-c")
         .arg(command)

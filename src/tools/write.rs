@@ -6,7 +6,7 @@ use std::collections::HashSet;
 use std::fs::{self, File};
 use std::io::{self, Write};
 use std::os::fd::{AsFd, BorrowedFd};
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{LazyLock, Mutex};
 
@@ -79,6 +79,15 @@ pub fn append(slot: &Slot, bytes: &[u8]) -> io::Result<()> {
     let meta = file.metadata()?;
     if !meta.is_file() {
         return Err(not_a_regular_file());
+    }
+    if meta.nlink() > 1 {
+        // Every other write replaces the directory entry, so a hard link to a file elsewhere is
+        // never written through; appending in place would change that file too.
+        return Err(io::Error::other(format!(
+            "the file has {} hard links, and appending in place would change the other names \
+             too; write the whole content without append instead",
+            meta.nlink()
+        )));
     }
     let old_len = meta.len();
     let mut written = 0;
@@ -179,11 +188,13 @@ pub fn atomic_write(slot: &Slot, bytes: &[u8]) -> io::Result<()> {
 /// set lookup. A file left by a server killed after that first write stays until the next
 /// process writes there.
 ///
+/// A dead pid's temp directory (a copy_file cut short) goes with everything in it.
+///
 /// "Not running" means `kill(pid, 0)` fails with `ESRCH`; `EPERM` (another user's process, or
 /// one outside a Landlock signal scope) counts as running. A server in another pid namespace
-/// sharing the directory looks dead from here: its temp file would be removed and that one
-/// write fail (its rename finds no file), never leaving a mix. A reused pid only keeps a stale
-/// file a while longer.
+/// sharing the directory looks dead from here: its temp file (or copy in progress) would be
+/// removed and that one write or copy fail (its rename finds no file), never leaving a mix. A
+/// reused pid only keeps a stale file a while longer.
 fn sweep_stale_temps(dir: BorrowedFd<'_>) {
     // One directory (device and inode) per directory written to, for the life of the process.
     static SWEPT: LazyLock<Mutex<HashSet<(u64, u64)>>> = LazyLock::new(Mutex::default);
@@ -224,13 +235,19 @@ fn temp_file_pid(name: &str) -> Option<nix::unistd::Pid> {
     Some(nix::unistd::Pid::from_raw(pid))
 }
 
-fn create_temp(dir: BorrowedFd<'_>, mode: Option<u32>) -> io::Result<(String, File)> {
+/// A temp name this process has not used yet: `.replay-tmp.<pid>.<n>`, one counter for every
+/// writer (write_file, the edits, copy_file), so two calls never pick the same name.
+pub fn temp_name() -> String {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    format!("{TEMP_PREFIX}{}.{n}", std::process::id())
+}
+
+fn create_temp(dir: BorrowedFd<'_>, mode: Option<u32>) -> io::Result<(String, File)> {
     let flags =
         OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
     loop {
-        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-        let name = format!("{TEMP_PREFIX}{}.{n}", std::process::id());
+        let name = temp_name();
         let mode = Mode::from_bits_truncate(mode.unwrap_or(0o666));
         match openat(dir, name.as_str(), flags, mode) {
             Ok(fd) => return Ok((name, File::from(fd))),

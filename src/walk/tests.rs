@@ -103,6 +103,29 @@ fn walks_sorted_without_following_links_and_honors_excludes() {
     std::fs::remove_dir_all(&root).unwrap();
 }
 
+/// A visitor that panics ends the walk with that panic (for the call's `catch_unwind`), on
+/// whichever thread it ran, instead of leaving the other walker threads waiting for it.
+#[test]
+fn a_panicking_visitor_does_not_hang_the_walk() {
+    let root = std::env::temp_dir().join(format!("replay-walk-panic-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    for i in 0..50 {
+        std::fs::create_dir_all(root.join(format!("d{i}/e"))).unwrap();
+    }
+    let resolved = resolved(&root);
+    let walked = std::panic::catch_unwind(|| {
+        visit(&resolved, &WalkOptions::default(), || {
+            |entry: Entry| {
+                if entry.depth == 2 {
+                    panic!("visitor failed");
+                }
+            }
+        })
+    });
+    assert!(walked.is_err());
+    std::fs::remove_dir_all(&root).unwrap();
+}
+
 /// A walk given a `Tally` counts what it reports as progress; one given a `Cancel` stops at
 /// once when it is set before, and soon after when it is set mid-walk (by a visitor here, as a
 /// client's cancel would arrive).

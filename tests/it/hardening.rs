@@ -945,6 +945,16 @@ fn a_root_made_again_is_used_and_a_root_turned_symlink_is_refused() {
     server.call_text("write_file", json!({"path": env.p("root/b.txt"), "content": "new"}));
     assert_eq!(env.read_string("root/b.txt"), "new");
 
+    // Renamed away and replaced: the new directory at the root's path is the one served.
+    fs::rename(env.root(), env.path("root.old")).unwrap();
+    env.mkdir("root");
+    env.write("root/a.txt", "third");
+    assert_eq!(server.call_text("read_file", json!({"path": a})), "third");
+    server.call_text("write_file", json!({"path": env.p("root/b.txt"), "content": "newer"}));
+    assert_eq!(env.read_string("root/b.txt"), "newer");
+    assert_eq!(env.read_string("root.old/b.txt"), "new");
+    fs::remove_dir_all(env.path("root.old")).unwrap();
+
     let before = env.snapshot().under("outside");
     fs::remove_dir_all(env.root()).unwrap();
     env.symlink(&env.p("outside"), "root");

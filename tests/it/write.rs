@@ -357,3 +357,22 @@ fn append_must_be_a_boolean() {
     assert!(error.message.contains("`append`"), "{}", error.message);
     assert!(!env.exists("root/x.txt"));
 }
+
+/// A file with another hard link (perhaps outside the allowed directories) is never changed
+/// through this name: every other write replaces the entry, and an append in place would write
+/// the other name's file too, so it is refused.
+#[test]
+fn append_is_refused_for_a_hard_linked_file() {
+    let env = TestEnv::new(&["outside"], &[("outside/keys", "key one\n")]);
+    std::fs::hard_link(env.path("outside/keys"), env.path("root/notes.txt")).unwrap();
+    let mut server = Server::start(&env);
+    let args = json!({"path": env.p("root/notes.txt"), "content": "key two\n", "append": true});
+    let err = server.call_err("write_file", args, -32603);
+    assert!(err.message.contains("hard links"), "{}", err.message);
+    assert_eq!(env.read_string("outside/keys"), "key one\n");
+    // Writing the whole content replaces the entry, and leaves the other name alone.
+    let args = json!({"path": env.p("root/notes.txt"), "content": "mine\n"});
+    server.call_text("write_file", args);
+    assert_eq!(env.read_string("root/notes.txt"), "mine\n");
+    assert_eq!(env.read_string("outside/keys"), "key one\n");
+}

@@ -138,12 +138,21 @@ fn copies_a_tree_with_links_as_links() {
         std::os::unix::fs::PermissionsExt::from_mode(0o640),
     )
     .unwrap();
+    std::fs::write(tree.base.join("root/a/tool"), "#!/bin/sh\n").unwrap();
+    std::fs::set_permissions(
+        tree.base.join("root/a/tool"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o4755),
+    )
+    .unwrap();
     copy_at(tree.root.as_fd(), OsStr::new("a"), tree.root.as_fd(), OsStr::new("c")).unwrap();
     let copied = tree.base.join("root/c");
     assert_eq!(std::fs::read_to_string(copied.join("b/f.txt")).unwrap(), "inside");
     assert_eq!(std::fs::read_link(copied.join("in")).unwrap(), Path::new("b"));
     let mode = std::fs::metadata(copied.join("b/f.txt")).unwrap();
     assert_eq!(std::os::unix::fs::PermissionsExt::mode(&mode.permissions()) & 0o777, 0o640);
+    // setuid is not copied, as `cp` without `-p` does.
+    let tool = std::fs::metadata(copied.join("tool")).unwrap();
+    assert_eq!(std::os::unix::fs::PermissionsExt::mode(&tool.permissions()) & 0o7777, 0o755);
     // The destination must not exist.
     let again = copy_at(tree.root.as_fd(), OsStr::new("a"), tree.root.as_fd(), OsStr::new("c"));
     assert_eq!(again.unwrap_err().kind(), io::ErrorKind::AlreadyExists);
