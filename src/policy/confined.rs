@@ -211,6 +211,15 @@ fn escaped() -> io::Error {
     io::Error::new(io::ErrorKind::PermissionDenied, "the path left its allowed directory")
 }
 
+/// A relative path without `..`: what a resolved path below its root always is. Anything else
+/// is refused before the kernel sees it.
+fn stays_beneath(rel: &Path) -> io::Result<()> {
+    if rel.is_absolute() || rel.components().any(|c| c == Component::ParentDir) {
+        return Err(escaped());
+    }
+    Ok(())
+}
+
 /// Whether `openat2` is used: the kernel has it, and `REPLAY_CONFINE=walk` is not set.
 fn openat2_usable() -> bool {
     static USABLE: OnceLock<bool> = OnceLock::new();
@@ -254,9 +263,7 @@ pub fn open_beneath(
     } else {
         flags | OFlag::O_CLOEXEC | OFlag::O_NOCTTY
     };
-    if rel.is_absolute() || rel.components().any(|c| c == Component::ParentDir) {
-        return Err(escaped());
-    }
+    stays_beneath(rel)?;
     if openat2_usable() {
         let how = OpenHow::new().flags(flags).mode(mode).resolve(beneath_flags());
         // EAGAIN: the kernel saw a rename race during the lookup and wants a retry.
@@ -279,9 +286,7 @@ pub fn open_by_components(
     flags: OFlag,
     mode: Mode,
 ) -> io::Result<OwnedFd> {
-    if rel.is_absolute() || rel.components().any(|c| c == Component::ParentDir) {
-        return Err(escaped());
-    }
+    stays_beneath(rel)?;
     let parts: Vec<&OsStr> = rel
         .components()
         .filter_map(|c| match c {

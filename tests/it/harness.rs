@@ -26,6 +26,39 @@ pub const REPLY_TIMEOUT: Duration = Duration::from_secs(10);
 /// The binary under test, built by cargo for this integration target.
 pub const BIN: &str = env!("CARGO_BIN_EXE_replay");
 
+/// Every tool, in tools/list order (`schemas/`).
+pub const ALL_TOOLS: [&str; 17] = [
+    "read_file",
+    "read_multiple_files",
+    "write_file",
+    "create_directory",
+    "list_directory",
+    "directory_tree",
+    "move_file",
+    "copy_file",
+    "delete_file",
+    "get_file_info",
+    "list_allowed_directories",
+    "edit_file",
+    "edit_files",
+    "search_files",
+    "glob_search",
+    "grep_files",
+    "execute_command",
+];
+
+/// The tools `--read-only` leaves out (`src/selection.rs`'s `WRITERS`).
+pub const WRITING_TOOLS: [&str; 8] = [
+    "write_file",
+    "create_directory",
+    "move_file",
+    "copy_file",
+    "delete_file",
+    "edit_file",
+    "edit_files",
+    "execute_command",
+];
+
 /// A `Command` for the binary under test; the only place the tests start a process.
 #[expect(
     clippy::disallowed_methods,

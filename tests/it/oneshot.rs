@@ -7,7 +7,9 @@ use std::process::Command;
 
 use serde_json::{json, Value};
 
-use crate::harness::{path_str, replay_command, run_cli, CliOutput, Server, TestEnv, BIN};
+use crate::harness::{
+    path_str, replay_command, run_cli, CliOutput, Server, TestEnv, BIN, WRITING_TOOLS,
+};
 
 fn replay(args: &[&str]) -> Command {
     let mut cmd = replay_command();
@@ -308,15 +310,7 @@ fn tools_respects_the_selection_flags() {
     let out = run(&["tools", "--read-only"], "");
     let names = tool_names(&out);
     assert_eq!(names.len(), 9, "{names:?}");
-    for writer in [
-        "write_file",
-        "edit_file",
-        "edit_files",
-        "create_directory",
-        "delete_file",
-        "move_file",
-        "execute_command",
-    ] {
+    for writer in WRITING_TOOLS {
         assert!(!names.iter().any(|n| n == writer), "{writer} listed under --read-only");
     }
     let out = run(&["tools", "--disable-tool", "cat"], "");

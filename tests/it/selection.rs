@@ -3,39 +3,9 @@
 
 use serde_json::{json, Value};
 
-use crate::harness::{path_str, replay_command, run_cli, Server, TestEnv};
-
-/// Every tool, in tools/list order (`schemas/`).
-const ALL: [&str; 17] = [
-    "read_file",
-    "read_multiple_files",
-    "write_file",
-    "create_directory",
-    "list_directory",
-    "directory_tree",
-    "move_file",
-    "copy_file",
-    "delete_file",
-    "get_file_info",
-    "list_allowed_directories",
-    "edit_file",
-    "edit_files",
-    "search_files",
-    "glob_search",
-    "grep_files",
-    "execute_command",
-];
-
-const WRITERS: [&str; 8] = [
-    "write_file",
-    "create_directory",
-    "move_file",
-    "copy_file",
-    "delete_file",
-    "edit_file",
-    "edit_files",
-    "execute_command",
-];
+use crate::harness::{
+    path_str, replay_command, run_cli, Server, TestEnv, ALL_TOOLS as ALL, WRITING_TOOLS as WRITERS,
+};
 
 fn start(env: &TestEnv, flags: &[&str]) -> Server {
     let allow = format!("{}:rw", path_str(&env.root()));

@@ -91,16 +91,7 @@ pub fn from_start(
     limits: Limits,
 ) -> Result<Page, PageError> {
     let mut scan = Scan::new(reader);
-    let mut page = Page {
-        text: Vec::new(),
-        first: Some(first),
-        lines: 0,
-        total: Total::Exact(0),
-        cut: false,
-        size,
-        past_end: None,
-        cap: limits.cap,
-    };
+    let mut page = Page::empty(first, size, limits.cap);
     // Skip to line `first`: past its `first - 1` predecessors' newlines. Whole buffers are
     // counted (memchr's count is vectorized); only the last one is searched for the position.
     let skip = first.saturating_sub(1);
@@ -214,16 +205,7 @@ fn last_lines_in_blocks(
     block_size: u64,
 ) -> Result<Page, PageError> {
     let cap = limits.cap as u64;
-    let mut page = Page {
-        text: Vec::new(),
-        first: Some(1),
-        lines: 0,
-        total: Total::Exact(0),
-        cut: false,
-        size,
-        past_end: None,
-        cap: limits.cap,
-    };
+    let mut page = Page::empty(1, size, limits.cap);
     if size == 0 || n == 0 {
         return Ok(page);
     }
@@ -355,6 +337,20 @@ pub fn number_prefix(line: u64) -> String {
 }
 
 impl Page {
+    /// No lines yet, starting at line `first`, of a file of `size` bytes.
+    fn empty(first: u64, size: u64, cap: usize) -> Page {
+        Page {
+            text: Vec::new(),
+            first: Some(first),
+            lines: 0,
+            total: Total::Exact(0),
+            cut: false,
+            size,
+            past_end: None,
+            cap,
+        }
+    }
+
     /// The note that follows the lines: which lines these are, of how many, and where the next
     /// page starts. Its grammar is in `schemas/read_file.json`; `tests` hold the two together.
     pub fn note(&self) -> String {
