@@ -207,3 +207,39 @@ fn schema_errors_do_not_quote_the_value() {
         "invalid params: `format` must be one of [\"json\",\"text\"]",
     );
 }
+
+/// The most the default tool list may cost a model, in o200k_base tokens. See: issue #15
+/// (7,268 tokens before; the official filesystem server's 14 tools take 1,665).
+const TOKEN_BUDGET: usize = 2_400;
+
+/// What a host puts in the model's context for each tool, as `../shared/tools/count-tokens`
+/// counts it: the JSON of `{name, description, input_schema}` in that key order.
+fn visible(def: &ToolDef) -> String {
+    let field = |v: &Value| serde_json::to_string(v).expect("JSON");
+    format!(
+        r#"{{"name":{},"description":{},"input_schema":{}}}"#,
+        field(&def.definition["name"]),
+        field(&def.definition["description"]),
+        field(def.input_schema())
+    )
+}
+
+/// Every agent session pays for the tool list before its first call. Counted as count-tokens
+/// counts it (the list as one JSON array), with the same tokenizer: tiktoken-rs ships the o200k
+/// ranks, and counted 7,371 on the list count-tokens counted 7,371 (b7b9d93's schemas).
+#[test]
+fn r15_the_tool_list_fits_the_token_budget() {
+    let bpe = tiktoken_rs::o200k_base().expect("o200k_base ships with tiktoken-rs");
+    let tools: Vec<String> = definitions().iter().map(visible).collect();
+    let total = bpe.encode_ordinary(&format!("[{}]", tools.join(","))).len();
+    let table: Vec<String> = definitions()
+        .iter()
+        .zip(&tools)
+        .map(|(def, text)| format!("{:<26}{:>5}", def.name, bpe.encode_ordinary(text).len()))
+        .collect();
+    assert!(
+        total <= TOKEN_BUDGET,
+        "the tool list costs {total} tokens, over the budget of {TOKEN_BUDGET}:\n{}",
+        table.join("\n")
+    );
+}
