@@ -13,7 +13,7 @@
 //! 3. each line of the window is compared with oldText's, and the drift named.
 //!
 //! Nothing here is applied: the near match is only shown. The work is linear in the text and
-//! bounded besides (`MAX_TEXT_BYTES`, `MAX_VOTES`, `MAX_OLD_LINES`), and the result is small:
+//! bounded besides (`MAX_TEXT_BYTES`, `MAX_VOTES`, `MAX_OLD_LINES`, `MAX_OLD_LINE_BYTES`), and the result is small:
 //! at most `MAX_SHOWN_LINES` lines of at most `MAX_SHOWN_BYTES` bytes and `MAX_DIFFERENCES`
 //! differences, each quoting at most `MAX_QUOTED_BYTES` of a line: under 2 KB in all.
 
@@ -25,8 +25,9 @@ use unicode_normalization::{is_nfc_quick, IsNormalized, UnicodeNormalization};
 /// A text bigger than this is not searched for a near match (the miss says only that oldText
 /// was not found). A 2 MiB text takes about 20 ms (`bench.py --only edit-miss`).
 const MAX_TEXT_BYTES: usize = 32 * 1024 * 1024;
-/// oldText's lines past this are not looked for.
+/// oldText's lines past this are not looked for, and of each line only this many bytes.
 const MAX_OLD_LINES: usize = 400;
+const MAX_OLD_LINE_BYTES: usize = 4096;
 /// Votes counted in all: a text of ten million `}` lines against an oldText of many `}` stops
 /// here, with the best window so far.
 const MAX_VOTES: usize = 2_000_000;
@@ -60,7 +61,8 @@ pub fn nearest(text: &str, old: &str) -> Option<Near> {
         return None;
     }
     let old_lines: Vec<&str> = lines_of(old).take(MAX_OLD_LINES).collect();
-    let old_keys: Vec<String> = old_lines.iter().map(|line| key(line)).collect();
+    let old_keys: Vec<String> =
+        old_lines.iter().map(|line| key(prefix(line, MAX_OLD_LINE_BYTES))).collect();
     let start = window_by_votes(text, &old_keys).or_else(|| window_by_likeness(text, &old_keys))?;
     let window: Vec<&str> = lines_of(text).skip(start).take(old_lines.len()).collect();
     Some(describe(start, &window, &old_lines))
@@ -491,6 +493,18 @@ fn strip_indent<'a>(line: &'a str, indent: &str) -> &'a str {
     line.strip_prefix(indent).unwrap_or(line)
 }
 
+/// The first `max` bytes of `s`, fewer to end at a character.
+fn prefix(s: &str, max: usize) -> &str {
+    if s.len() <= max {
+        return s;
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
+
 /// A line as shown: at most `MAX_SHOWN_BYTES` bytes, cut at a character.
 fn cut(line: &str) -> String {
     cut_at(line, MAX_SHOWN_BYTES)
@@ -509,14 +523,11 @@ fn quoted(s: &str) -> String {
 
 /// The first `max` bytes of `s` (fewer, to end at a character), and `…` if it went on.
 fn cut_at(s: &str, max: usize) -> String {
-    if s.len() <= max {
+    let head = prefix(s, max);
+    if head.len() == s.len() {
         return s.to_string();
     }
-    let mut end = max;
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}…", &s[..end])
+    format!("{head}…")
 }
 
 impl fmt::Display for Near {

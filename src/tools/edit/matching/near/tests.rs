@@ -140,3 +140,17 @@ fn the_hint_is_bounded() {
     assert!(shown.len() < 2048, "{} bytes: {shown}", shown.len());
     assert!(shown.contains("; 17 more line(s) differ."), "{shown}");
 }
+
+#[test]
+fn a_huge_old_line_is_keyed_by_its_start() {
+    // A 1 MB oldText line that the file holds with one quote changed near its start: found by
+    // the first 4 KB of the line, and compared in full.
+    let body = "word ".repeat(200_000);
+    let text = format!("x\nsay \u{201c}{body}\n");
+    let old = format!("say \"{body}");
+    let shown = nearest(&text, &old).expect("near").to_string();
+    assert!(
+        shown.starts_with("the nearest text is line 2; line 2: the file has typographic “ where"),
+        "{shown}"
+    );
+}
