@@ -57,7 +57,14 @@ BENCHMARKS = [
     "rss",
     "edits",
     "paging",
+    "edit-miss",
+    "tokens",
 ]
+
+# The npm tokenizer the tokens row counts with: the same package and version as
+# ../shared/tools/count-tokens, installed once into this directory (REPLAY_TOKENS_DIR).
+TIKTOKEN = "tiktoken@1.0.22"
+TOKENS_DIR = os.environ.get("REPLAY_TOKENS_DIR", "/tmp/replay-tokens")
 
 # (primary regex, rarer fallback used when the primary hits replay's 10,000-match cap)
 GREP_REGEXES = [
@@ -1349,6 +1356,112 @@ class Bench:
 # output
 
 
+    # 12. a missed edit on a big file --------------------------------------------------------
+
+    def bench_edit_miss(self):
+        """edit_file whose literal oldText is not in a 2 MiB file: the miss looks for the nearest
+        text and says what differs (src/tools/edit/matching/near.rs). Three misses, one per way
+        the near match is found: a line that differs only by drift (its key votes), a typo (the
+        likeness scan over every line), and nothing similar (both scans, no hint)."""
+        im = self.im
+        n = 5 if self.quick else 20
+        g = self.group("edit-miss", "edit_file miss on a 2 MiB file: nearest text and what differs "
+                                    "(replay only, per call)")
+        tmp = tempfile.mkdtemp(prefix="replay-bench-miss-")
+        path = os.path.join(tmp, "big.rs")
+        lines = ["    let value_%06d = compute(\"item %d\", %d);\n" % (i, i, i * 7) for i in range(1, 45001)]
+        original = "".join(lines).encode()
+        target = 31337
+        with open(path, "wb") as f:
+            f.write(original)
+        cases = [
+            ("quote drift on one line",
+             "    let value_%06d = compute(\u201citem %d\u201d, %d);" % (target, target, target * 7), True),
+            ("a typo on one line",
+             "    let value_%06d = compute(\"item %d\", %d;" % (target, target, target * 7), True),
+            ("nothing similar", "fn this_is_nowhere_in_the_file() { return 42; }", False),
+        ]
+        problems = []
+        try:
+            with im.start_replay(allow=f"{tmp}:rw") as c:
+                for label, old, hinted in cases:
+                    times, message = [], ""
+                    for i in range(n + 1):  # the first call is the warm-up
+                        dt, reply = c.request("tools/call", {"name": "edit_file", "arguments": {
+                            "path": path, "edits": [{"oldText": old, "newText": "x"}]}})
+                        message = reply.get("error", {}).get("message", "")
+                        if i:
+                            times.append(dt)
+                    row = g.add("replay", ms(times), peer=False,
+                                label=f"replay 2 MiB, {label}",
+                                result=f"error of {len(message.encode())} bytes"
+                                       + (", names the line" if hinted else ", no hint"))
+                    shows_line = ("\n%6d\t" % target) in message
+                    if "oldText not found" not in message:
+                        problems.append(f"{label}: not a miss: {message[:120]}")
+                    elif hinted != shows_line:
+                        problems.append(f"{label}: expected {'a' if hinted else 'no'} hint at line "
+                                        f"{target}: {message[:200]}")
+                    if len(message.encode()) >= 2048:
+                        problems.append(f"{label}: error of {len(message.encode())} bytes")
+                    log(f"[edit-miss] {label}: {row['median']:.1f} ms")
+            with open(path, "rb") as f:
+                if f.read() != original:
+                    problems.append("the file changed")
+        except McpError as e:
+            g.na("replay", f"error: {e}")
+            problems.append(str(e))
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        g.notes.append("45,000 lines of 45-50 bytes; the hint names line 31,337 where there is one")
+        g.set_check(not problems, "; ".join(problems[:3]) if problems
+                    else "each error under 2 KB, the hint where expected, the file unchanged")
+        summarize(g)
+
+    # 13. what the tool list costs a model -----------------------------------------------------
+
+    def bench_tokens(self):
+        """tools/list's name + description + inputSchema in o200k_base tokens, as
+        ../shared/tools/count-tokens counts them: what every agent session pays before its first
+        call. Lower is better; the per-tool figures are in the notes."""
+        im = self.im
+        g = self.group("tokens", "tool list: o200k tokens of name + description + inputSchema",
+                       unit="tokens")
+        counter = tokens_counter()
+        if counter is None:
+            g.na("replay", f"n/a (node and npm {TIKTOKEN} needed)")
+            g.set_check(False, f"no tokenizer: node and npm {TIKTOKEN} needed")
+            summarize(g)
+            return
+        impls = [("replay", lambda: im.start_replay())] + [
+            (name, (lambda name=name, exe=exe: im.start_peer(name, exe))) for name, exe in im.mcp_peers if exe]
+        for name, exe in im.mcp_peers:
+            if not exe:
+                g.na(name, "n/a (not installed)")
+        counts = {}
+        for name, start in impls:
+            try:
+                with start() as c:
+                    tools = list(c.tools().values())
+                counted = counter(tools)
+            except (McpError, OSError, ValueError, subprocess.SubprocessError) as e:
+                g.na(name, f"error: {e}")
+                continue
+            counts[name] = counted
+            n_tools = len(counted["per_tool"])
+            g.add(name, median_v=counted["tokens"], peer=name != "replay",
+                  result=f"{n_tools} tools, {counted['tokens'] / max(n_tools, 1):.0f} per tool")
+            g.notes.append(f"{name} per tool: " + ", ".join(
+                f"{t['name']} {t['tokens']}" for t in counted["per_tool"]))
+        for r in g.rows:
+            r["p95"] = None
+        replay = counts.get("replay")
+        g.set_check(bool(replay) and replay["tokens"] <= 2400 and len(replay["per_tool"]) == 17,
+                    f"replay: {replay['tokens']} tokens for {len(replay['per_tool'])} tools (budget 2,400)"
+                    if replay else "replay not counted")
+        summarize(g)
+
+
 def machine_info(impls):
     info = {"date": datetime.datetime.now().astimezone().isoformat(timespec="seconds")}
     try:
@@ -1422,6 +1535,32 @@ def markdown(groups, info):
         out.append("")
         out.extend(notes)
     return "\n".join(out)
+
+
+def tokens_counter():
+    """A function from a tools list to bench/tokens.cjs's counts, or None without node. Installs
+    npm tiktoken into TOKENS_DIR on first use, as count-tokens does."""
+    node, npm = shutil.which("node"), shutil.which("npm")
+    if not node:
+        return None
+    marker = os.path.join(TOKENS_DIR, "node_modules", "tiktoken", "encoders", "o200k_base.json")
+    if not os.path.isfile(marker):
+        if not npm:
+            return None
+        os.makedirs(TOKENS_DIR, exist_ok=True)
+        log(f"[tokens] installing npm {TIKTOKEN} into {TOKENS_DIR}")
+        if not os.path.isfile(os.path.join(TOKENS_DIR, "package.json")):
+            subprocess.run([npm, "init", "-y"], cwd=TOKENS_DIR, stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL, check=True)
+        subprocess.run([npm, "install", "--silent", TIKTOKEN], cwd=TOKENS_DIR,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+    env = dict(os.environ, NODE_PATH=os.path.join(TOKENS_DIR, "node_modules"))
+
+    def count(tools):
+        p = subprocess.run([node, os.path.join(HERE, "tokens.cjs")], input=json.dumps(tools).encode(),
+                           stdout=subprocess.PIPE, env=env, check=True, timeout=60)
+        return json.loads(p.stdout)
+    return count
 
 
 # --------------------------------------------------------------------------------------------

@@ -4,7 +4,8 @@
 //! seconds growing a text (four edits each matching every position of a text grown to 40 MB
 //! took two minutes), which libFuzzer would report as a timeout.
 //!
-//! Checked besides, where the answer is cheap and certain: a single exact literal edit on an LF
+//! Checked besides: a literal miss's message, with its near match, stays under 2 KB. And where
+//! the answer is cheap and certain: a single exact literal edit on an LF
 //! file without a BOM replaces exactly what `str::replacen` / `str::replace` would, or reports
 //! it not unique; and a regex edit whose newText is `$&` (each match replaced by itself) leaves
 //! the content unchanged.
@@ -12,7 +13,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use replay::tools::edit::matching::{apply_edits_within, Edit, EditError};
+use replay::tools::edit::matching::{apply_edits_within, Edit, EditError, NotFoundKind};
 
 const MAX_BYTES: usize = 256 * 1024;
 
@@ -43,6 +44,11 @@ fuzz_target!(|data: &[u8]| {
         }
     }
     let result = apply_edits_within(content, &edits, MAX_BYTES);
+    // A literal miss shows the nearest text, in under 2 KB whatever the content.
+    if let Err(error @ EditError::NotFound { kind: NotFoundKind::Literal { .. }, .. }) = &result {
+        let message = error.to_string();
+        assert!(message.len() < 2048, "{} bytes: {message}", message.len());
+    }
     let [edit] = edits.as_slice() else { return };
     if edit.is_regex {
         if edit.new_text == "$&" {

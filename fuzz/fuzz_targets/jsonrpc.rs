@@ -16,7 +16,7 @@ use replay::protocol::dispatch::call_tool;
 use replay::protocol::jsonrpc::{self, Message};
 use replay::protocol::{revision, transport};
 use replay::schema;
-use replay::tools::{Cancel, Progress, Settings};
+use replay::tools::{self, Cancel, Progress, Settings};
 use serde_json::{Map, Value};
 
 fuzz_target!(|data: &[u8]| {
@@ -59,10 +59,11 @@ fn tools_call(id: Value, params: Value) -> Value {
     let accepted = match &params {
         Value::Object(fields) => match (fields.get("name"), fields.get("arguments")) {
             (Some(Value::String(name)), arguments) => {
-                let args = match arguments {
+                let mut args = match arguments {
                     None | Some(Value::Null) => Value::Object(Map::new()),
                     Some(args) => args.clone(),
                 };
+                tools::map_aliases(name, &mut args);
                 schema::find(name).is_some_and(|def| def.validate(&args).is_ok())
             }
             _ => false,

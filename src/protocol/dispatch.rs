@@ -33,8 +33,9 @@ pub fn call_tool(
             format!("names no tool of this server: {name:?}; see tools/list"),
         ))
     })?;
-    def.validate(&args).map_err(|e| rpc_error(&e))?;
     let mut args = args;
+    tools::map_aliases(&name, &mut args);
+    def.validate(&args).map_err(|e| rpc_error(&e))?;
     integral_floats_as_integers(&mut args);
     let ctx = Ctx { policy, settings, cancel, progress };
     let outcome = catch_unwind(AssertUnwindSafe(|| tools::call(&name, &ctx, args)));

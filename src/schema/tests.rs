@@ -90,3 +90,156 @@ fn every_tool_has_a_title_and_honest_hints() {
         }
     }
 }
+
+#[test]
+fn unknown_arguments_are_refused_with_the_nearest_name() {
+    check(
+        "edit_file",
+        json!({"path": "/a", "edits": [{"oldText": "x"}], "dry_run": true}),
+        "invalid params: `dry_run` is not a known argument; did you mean `dryRun`?",
+    );
+    check(
+        "read_file",
+        json!({"path": "/a", "offest": 5}),
+        "invalid params: `offest` is not a known argument; did you mean `offset`?",
+    );
+    check(
+        "edit_file",
+        json!({"path": "/a", "edits": [{"oldText": "x"}, {"oldText": "y", "new_text": ""}]}),
+        "invalid params: `edits[1].new_text` is not a known argument; did you mean `newText`?",
+    );
+    check(
+        "edit_files",
+        json!({"paths": ["/a"], "edits": [{"old_text": "x"}]}),
+        "invalid params: `edits[0].old_text` is not a known argument; did you mean `oldText`?",
+    );
+    // Misspelling a required name says so, rather than that the name is missing.
+    check(
+        "read_file",
+        json!({"pth": "/a"}),
+        "invalid params: `pth` is not a known argument; did you mean `path`?",
+    );
+    check(
+        "grep_files",
+        json!({"regex": "x", "Directory": "/a"}),
+        "invalid params: `Directory` is not a known argument; did you mean `directory`?",
+    );
+    check("read_file", json!({"path": "/a", "recursive": true}),
+        "invalid params: `recursive` is not a known argument; known here: head, limit, lineNumbers, offset, path, tail");
+    check(
+        "list_allowed_directories",
+        json!({"x": 1}),
+        "invalid params: `x` is not a known argument; this takes none",
+    );
+    // search_files' legacy names are mapped before validation (`tools::map_aliases`), so here,
+    // alone, they are unknown.
+    check("search_files", json!({"directory": "/a", "nameContains": "x"}), "ok");
+    check("search_files", json!({"directory": "/a"}), "invalid params: `nameContains` is required");
+}
+
+#[test]
+fn every_input_object_is_closed() {
+    fn walk(tool: &str, at: &str, schema: &Value) {
+        if schema.get("type") == Some(&json!("object")) {
+            assert_eq!(schema["additionalProperties"], false, "{tool}{at}: additionalProperties");
+        }
+        if let Some(props) = schema.get("properties").and_then(Value::as_object) {
+            for (name, sub) in props {
+                walk(tool, &format!("{at}.{name}"), sub);
+            }
+        }
+        if let Some(items) = schema.get("items") {
+            walk(tool, &format!("{at}[]"), items);
+        }
+    }
+    for def in definitions() {
+        walk(def.name, "", def.input_schema());
+    }
+}
+
+#[test]
+fn nearest_names() {
+    let known = ["path", "offset", "limit", "head", "tail", "lineNumbers"];
+    let cases = [
+        ("offest", Some("offset")),
+        ("ofset", Some("offset")),
+        ("line_numbers", Some("lineNumbers")),
+        ("LINENUMBERS", Some("lineNumbers")),
+        ("lines", None),
+        ("paths", Some("path")),
+        ("x", None),
+        ("heads", Some("head")),
+        ("recursive", None),
+        ("", None),
+    ];
+    for (key, expect) in cases {
+        assert_eq!(nearest(key, &known), expect, "{key}");
+    }
+}
+
+#[test]
+fn schema_errors_do_not_quote_the_value() {
+    let big = "x".repeat(100_000);
+    check(
+        "read_multiple_files",
+        json!({"paths": {"a": big}}),
+        "invalid params: `paths` must be an array, not an object",
+    );
+    check(
+        "read_file",
+        json!({"path": "/a", "offset": 0}),
+        "invalid params: `offset` must be at least 1",
+    );
+    check(
+        "read_file",
+        json!({"path": "/a", "offset": "3"}),
+        "invalid params: `offset` must be an integer, not a string",
+    );
+    let paths: Vec<String> = (0..51).map(|i| format!("/{i}")).collect();
+    check(
+        "read_multiple_files",
+        json!({ "paths": paths }),
+        "invalid params: `paths` takes at most 50 items",
+    );
+    check(
+        "directory_tree",
+        json!({"path": "/a", "format": "xml"}),
+        "invalid params: `format` must be one of [\"json\",\"text\"]",
+    );
+}
+
+/// The most the default tool list may cost a model, in o200k_base tokens. See: issue #15
+/// (7,268 tokens before; the official filesystem server's 14 tools take 1,665).
+const TOKEN_BUDGET: usize = 2_400;
+
+/// What a host puts in the model's context for each tool, as `../shared/tools/count-tokens`
+/// counts it: the JSON of `{name, description, input_schema}` in that key order.
+fn visible(def: &ToolDef) -> String {
+    let field = |v: &Value| serde_json::to_string(v).expect("JSON");
+    format!(
+        r#"{{"name":{},"description":{},"input_schema":{}}}"#,
+        field(&def.definition["name"]),
+        field(&def.definition["description"]),
+        field(def.input_schema())
+    )
+}
+
+/// Every agent session pays for the tool list before its first call. Counted as count-tokens
+/// counts it (the list as one JSON array), with the same tokenizer: tiktoken-rs ships the o200k
+/// ranks, and counted 7,371 on the list count-tokens counted 7,371 (b7b9d93's schemas).
+#[test]
+fn r15_the_tool_list_fits_the_token_budget() {
+    let bpe = tiktoken_rs::o200k_base().expect("o200k_base ships with tiktoken-rs");
+    let tools: Vec<String> = definitions().iter().map(visible).collect();
+    let total = bpe.encode_ordinary(&format!("[{}]", tools.join(","))).len();
+    let table: Vec<String> = definitions()
+        .iter()
+        .zip(&tools)
+        .map(|(def, text)| format!("{:<26}{:>5}", def.name, bpe.encode_ordinary(text).len()))
+        .collect();
+    assert!(
+        total <= TOKEN_BUDGET,
+        "the tool list costs {total} tokens, over the budget of {TOKEN_BUDGET}:\n{}",
+        table.join("\n")
+    );
+}

@@ -216,8 +216,8 @@ fn format_size(bytes: u64) -> String {
 }
 
 /// Compact JSON `{name, type, children}`. Symlinks are leaves of type `symlink`, never followed,
-/// so the walk cannot leave the allowed set or loop. A directory at the depth limit has no
-/// `children` key; `children: []` means it is empty. With `format: "text"`, the text is an
+/// so the walk cannot leave the allowed set or loop. A directory at the depth limit has
+/// `"children": [], "truncated": true`; `children: []` alone means it is empty. With `format: "text"`, the text is an
 /// indented tree instead, and the structured content is the same JSON.
 pub fn directory_tree(ctx: &Ctx, args: TreeArgs) -> Result<Output, ToolError> {
     let resolved = ctx.policy.resolve_read(&args.path)?;
@@ -329,6 +329,11 @@ impl Cut {
     }
 }
 
+/// The end of a directory node none of whose entries are shown: the depth limit kept it from
+/// being read, or maxEntries left them all out. Every directory node has `children` (clients
+/// such as replay v2.1's own tests expect it), and `truncated` tells this one from an empty one.
+const CUT_OFF: &[u8] = b",\"children\":[],\"truncated\":true}";
+
 /// Writes the tree in one pass over the depth-first entries: always the JSON (the text of the
 /// json format, and the structured content of both), and the indented text when asked for.
 struct TreeWriter<'a> {
@@ -369,10 +374,8 @@ impl<'a> TreeWriter<'a> {
                 text.push_str(" ...");
             }
         }
-        if unlisted {
-            self.json.push(b'}');
-        } else if none_shown {
-            self.json.extend_from_slice(b",\"truncated\":true}");
+        if unlisted || none_shown {
+            self.json.extend_from_slice(CUT_OFF);
         } else {
             self.json.extend_from_slice(b",\"children\":[");
             let incomplete = matches!((self.cut, root), (Some(cut), Some(r)) if cut.incomplete[r]);
@@ -403,9 +406,9 @@ impl<'a> TreeWriter<'a> {
         };
         let json = &mut self.json;
         match entry.kind {
-            EntryKind::Dir if at_limit => json.extend_from_slice(b",\"type\":\"directory\"}"),
-            EntryKind::Dir if partial && none_shown => {
-                json.extend_from_slice(b",\"type\":\"directory\",\"truncated\":true}")
+            EntryKind::Dir if at_limit || (partial && none_shown) => {
+                json.extend_from_slice(b",\"type\":\"directory\"");
+                json.extend_from_slice(CUT_OFF);
             }
             EntryKind::Dir => {
                 json.extend_from_slice(b",\"type\":\"directory\",\"children\":[");

@@ -1,7 +1,7 @@
 //! search_files (basename substring) and glob_search (path globs): finding files by name.
 
 use serde::Deserialize;
-use serde_json::json;
+use serde_json::{json, Value};
 
 use crate::error::ToolError;
 use crate::tools::{resolve_dir, Ctx, Output};
@@ -9,19 +9,32 @@ use crate::walk::{self, EntryKind, Exclude, Tally, WalkOptions};
 
 pub const NO_MATCHES: &str = "(no matches found)";
 
-/// search_files takes the MCP-spec names too (`path`, `pattern`, `excludePatterns`), since
-/// agents trained on the official server send them. The canonical names win when both come.
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SearchFilesArgs {
-    directory: Option<String>,
-    name_contains: Option<String>,
-    exclude_globs: Option<Vec<String>>,
-    path: Option<String>,
-    pattern: Option<String>,
-    exclude_patterns: Option<Vec<String>>,
+    directory: String,
+    name_contains: String,
+    #[serde(default)]
+    exclude_globs: Vec<String>,
     #[serde(default)]
     respect_gitignore: bool,
+}
+
+/// search_files' legacy names, `(legacy, canonical)`: the official server's, which agents
+/// trained on it send. The contract accepts them without advertising them.
+const SEARCH_ALIASES: [(&str, &str); 3] =
+    [("path", "directory"), ("pattern", "nameContains"), ("excludePatterns", "excludeGlobs")];
+
+/// Renames search_files' legacy arguments to the canonical ones, before validation (so the
+/// schema can say what is required, and refuse names it does not know). The canonical name
+/// wins when both come.
+pub fn map_search_aliases(args: &mut Value) {
+    let Value::Object(map) = args else { return };
+    for (legacy, canonical) in SEARCH_ALIASES {
+        if let Some(value) = map.remove(legacy) {
+            map.entry(canonical).or_insert(value);
+        }
+    }
 }
 
 #[derive(Deserialize)]
@@ -44,25 +57,16 @@ fn default_max() -> usize {
 /// Every file or directory below `directory` whose basename contains `nameContains`,
 /// case-insensitively; a literal substring, never a pattern.
 pub fn search_files(ctx: &Ctx, args: SearchFilesArgs) -> Result<Output, ToolError> {
-    let directory = args
-        .directory
-        .or(args.path)
-        .ok_or_else(|| ToolError::invalid_params("directory", "is required"))?;
-    let needle = args
-        .name_contains
-        .or(args.pattern)
-        .ok_or_else(|| ToolError::invalid_params("nameContains", "is required"))?;
-    let excludes = args.exclude_globs.or(args.exclude_patterns).unwrap_or_default();
-    let dir = resolve_dir(ctx, &directory, "search")?;
+    let dir = resolve_dir(ctx, &args.directory, "search")?;
     let tally = Tally::new(ctx.progress, walked);
     let options = WalkOptions {
         respect_gitignore: args.respect_gitignore,
-        exclude: Exclude::new(&excludes)?,
+        exclude: Exclude::new(&args.exclude_globs)?,
         cancel: Some(ctx.cancel),
         tally: Some(&tally),
         ..WalkOptions::default()
     };
-    let needle = needle.to_lowercase();
+    let needle = args.name_contains.to_lowercase();
     let ascii = needle.is_ascii();
     let mut hits: Vec<String> = Vec::new();
     for entry in

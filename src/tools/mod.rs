@@ -191,6 +191,13 @@ pub fn call(name: &str, ctx: &Ctx, args: Value) -> Result<Output, ToolError> {
     }
 }
 
+/// Renames a tool's legacy argument names to the ones its schema gives, before validation.
+pub fn map_aliases(name: &str, args: &mut Value) {
+    if name == "search_files" {
+        find::map_search_aliases(args);
+    }
+}
+
 /// A directory to read in (search, walk, run a command in): allowed for reading, existing, and
 /// a directory. `op` names the operation in an I/O error.
 pub fn resolve_dir(ctx: &Ctx, raw: &str, op: &'static str) -> Result<ResolvedPath, ToolError> {

@@ -1046,3 +1046,41 @@ fn pipelined_edits_apply_in_arrival_order() {
     assert_eq!(env.read_string(FILE), "value = 20;\n");
     assert_eq!(env.names("root"), ["f.txt"]);
 }
+
+// ---------------------------------------------------------------------------------------------
+// Misses that show the fix (issue #15)
+// ---------------------------------------------------------------------------------------------
+
+/// A literal edit that matches neither exactly nor whitespace-normalized names the nearest lines,
+/// shows the file's text there with line numbers, and says what differs; edit_file (dryRun and
+/// real) and edit_files inline alike, and the file is untouched. Nothing similar: short, as before.
+#[rustfmt::skip]
+#[test]
+fn r15_edit_misses_show_the_nearest_text_and_what_differs() {
+    let miss = "edit #1: oldText not found (also tried a whitespace-normalized line match); ";
+    // Typographic quotes against ASCII ones.
+    check_edit_fails("a = 1\nname = \u{201c}x\u{201d}\n", lit("name = \"x\"", "y"), -32603,
+        &format!("{miss}the nearest text is line 2; line 2: the file has typographic “ ” where oldText has ASCII quotes or dashes. The file there:\n     2\tname = “x”"));
+    // Tabs against spaces, inside a block.
+    check_edit_fails("if a {\n\tb();\n\tc();\n}\n", lit("if a {\n    b();\n\tc();\n}", "x"), -32603,
+        &format!("{miss}the nearest text is lines 1-4; line 2: the file indents with a tab where oldText has 4 spaces. The file there:\n     1\tif a {{\n     2\t\tb();\n     3\t\tc();\n     4\t}}"));
+    // Spacing inside a line.
+    check_edit_fails("f(a, b)\n", lit("f(a,b)", "g"), -32603,
+        &format!("{miss}the nearest text is line 1; line 1: spacing inside the line: file \"f(a, b)\" vs oldText \"f(a,b)\". The file there:\n     1\tf(a, b)"));
+    // Trailing whitespace, beside a line that differs.
+    check_edit_fails("x = 1  \ny = 2\n", lit("x = 1\ny = 3", "z"), -32603,
+        &format!("{miss}the nearest text is lines 1-2; line 1: trailing whitespace: the file has \"  \" at the end of the line, oldText \"\"; line 2: the text differs: file \"y = 2\" vs oldText \"y = 3\". The file there:\n     1\tx = 1  \n     2\ty = 2"));
+    // One line of several.
+    check_edit_fails("fn f() {\n    one();\n    two();\n}\n", lit("fn f() {\n    one();\n    too();\n}", "x"), -32603,
+        &format!("{miss}the nearest text is lines 1-4; line 3: the text differs: file \"    two();\" vs oldText \"    too();\". The file there:\n     1\tfn f() {{\n     2\t    one();\n     3\t    two();\n     4\t}}"));
+    // NFC in the file, NFD in oldText.
+    check_edit_fails("caf\u{e9} = 1\n", lit("cafe\u{301} = 1", "x"), -32603,
+        &format!("{miss}the nearest text is line 1; line 1: Unicode normalization: the file's accented letters are composed (NFC), oldText's decomposed (NFD). The file there:\n     1\tcafé = 1"));
+    // A later edit counts lines in the text the earlier ones left.
+    check_edit_fails("a\nb = \u{2018}1\u{2019}\n",
+        json!([{"oldText": "a\n", "newText": "x\ny\n"}, {"oldText": "b = '1'", "newText": "c"}]), -32603,
+        "edit #2: oldText not found (also tried a whitespace-normalized line match); after edit #1, the nearest text is line 3; line 3: the file has typographic ‘ ’ where oldText has ASCII quotes or dashes. The file there:\n     3\tb = ‘1’");
+    // Nothing similar: as short as before.
+    check_edit_fails("alpha\nbeta\n", lit("something else", "x"), -32603,
+        "edit #1: oldText not found (also tried a whitespace-normalized line match); re-read the file and copy the exact text");
+}

@@ -153,13 +153,15 @@ fn directory_tree_unlimited_by_default() {
     assert_eq!(tree(&mut server, json!({"path": env.p("root/t")})), expected);
 }
 
+/// Every directory node has `children`: `[]` when the depth limit cut it off, marked
+/// `"truncated": true` so that it still differs from an empty directory. See: issue #15.
 #[test]
 fn directory_tree_depth_zero_is_root_only() {
     let env = tree_env();
     let mut server = Server::start(&env);
     assert_eq!(
         tree(&mut server, json!({"path": env.p("root/t"), "depth": 0})),
-        json!({"name": "t", "type": "directory"})
+        json!({"name": "t", "type": "directory", "children": [], "truncated": true})
     );
 }
 
@@ -169,8 +171,8 @@ fn directory_tree_depth_one_is_immediate_children() {
     let mut server = Server::start(&env);
     let expected = json!({"name": "t", "type": "directory", "children": [
         {"name": "a.txt", "type": "file"},
-        {"name": "d1", "type": "directory"},
-        {"name": "empty", "type": "directory"}
+        {"name": "d1", "type": "directory", "children": [], "truncated": true},
+        {"name": "empty", "type": "directory", "children": [], "truncated": true}
     ]});
     assert_eq!(tree(&mut server, json!({"path": env.p("root/t"), "depth": 1})), expected);
 }
@@ -183,7 +185,7 @@ fn directory_tree_depth_two() {
         {"name": "a.txt", "type": "file"},
         {"name": "d1", "type": "directory", "children": [
             {"name": "b.txt", "type": "file"},
-            {"name": "d2", "type": "directory"}
+            {"name": "d2", "type": "directory", "children": [], "truncated": true}
         ]},
         {"name": "empty", "type": "directory", "children": []}
     ]});

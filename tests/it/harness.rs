@@ -410,6 +410,18 @@ impl Server {
         result
     }
 
+    /// The server's peak resident set so far (`VmHWM` in `/proc/<pid>/status`), in KiB.
+    pub fn peak_rss_kib(&self) -> u64 {
+        let pid = self.child.as_ref().expect("server already reaped").id();
+        let status = fs::read_to_string(format!("/proc/{pid}/status"))
+            .unwrap_or_else(|e| panic!("reading /proc/{pid}/status: {e}"));
+        let line = status
+            .lines()
+            .find_map(|line| line.strip_prefix("VmHWM:"))
+            .unwrap_or_else(|| panic!("no VmHWM in /proc/{pid}/status:\n{status}"));
+        line.trim().trim_end_matches("kB").trim().parse().expect("VmHWM is a number of kB")
+    }
+
     /// What the server wrote to stderr so far.
     pub fn stderr(&self) -> String {
         String::from_utf8_lossy(&self.stderr.lock().expect("stderr lock")).into_owned()
@@ -442,13 +454,18 @@ impl Server {
 
     /// The next stdout line, checked to be JSON-RPC 2.0 (an object, or a batch array of them).
     pub fn next_line(&mut self) -> String {
-        match self.lines.recv_timeout(REPLY_TIMEOUT) {
+        self.next_line_within(REPLY_TIMEOUT)
+    }
+
+    /// `next_line`, waiting up to `limit` (for a request whose size makes it slow to serve).
+    pub fn next_line_within(&mut self, limit: Duration) -> String {
+        match self.lines.recv_timeout(limit) {
             Ok(line) => {
                 check_jsonrpc_line(&line);
                 line
             }
             Err(RecvTimeoutError::Timeout) => {
-                panic!("no line from replay within {REPLY_TIMEOUT:?}; stderr:\n{}", self.stderr())
+                panic!("no line from replay within {limit:?}; stderr:\n{}", self.stderr())
             }
             Err(RecvTimeoutError::Disconnected) => {
                 panic!("replay closed stdout (exited?); stderr:\n{}", self.stderr())

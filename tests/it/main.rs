@@ -1,5 +1,6 @@
 //! Black-box integration tests for `replay --mcp-server`; start reading at `harness`, then `policy`.
 
+mod arguments;
 mod cli;
 mod edit;
 mod exec;

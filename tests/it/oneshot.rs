@@ -284,7 +284,7 @@ fn tools_lists_every_tool_with_one_sentence() {
     assert_eq!(names[0], "read_file");
     assert!(
         out.stdout.contains(
-            "execute_command           Run a shell command via /bin/sh -c and return its output.\n"
+            "execute_command           Run a shell command with /bin/sh -c, for builds, tests, git.\n"
         ),
         "{}",
         out.stdout

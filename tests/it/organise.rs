@@ -633,7 +633,7 @@ fn directory_tree_max_entries_keeps_the_shallowest_and_marks_what_is_missing() {
     let expected = concat!(
         r#"{"name":"t","type":"directory","children":["#,
         r#"{"name":"a","type":"directory","children":["#,
-        r#"{"name":"b","type":"directory","truncated":true},"#,
+        r#"{"name":"b","type":"directory","children":[],"truncated":true},"#,
         r#"{"name":"c.txt","type":"file"}],"truncated":true},"#,
         r#"{"name":"empty","type":"directory","children":[]},"#,
         r#"{"name":"link","type":"symlink"},"#,
@@ -653,12 +653,12 @@ fn directory_tree_max_entries_keeps_the_shallowest_and_marks_what_is_missing() {
     let (texts, _) = tree_call(&mut server, json!({"path": env.p("root/t"), "maxEntries": 2}));
     assert_eq!(
         texts[0],
-        r#"{"name":"t","type":"directory","children":[{"name":"a","type":"directory","truncated":true},{"name":"empty","type":"directory","children":[]}],"truncated":true}"#
+        r#"{"name":"t","type":"directory","children":[{"name":"a","type":"directory","children":[],"truncated":true},{"name":"empty","type":"directory","children":[]}],"truncated":true}"#
     );
     assert!(texts[1].starts_with("[truncated: 2 of 9 entries shown"), "{}", texts[1]);
     // None at all: the root alone.
     let (texts, data) = tree_call(&mut server, json!({"path": env.p("root/t"), "maxEntries": 0}));
-    assert_eq!(texts[0], r#"{"name":"t","type":"directory","truncated":true}"#);
+    assert_eq!(texts[0], r#"{"name":"t","type":"directory","children":[],"truncated":true}"#);
     assert_valid("directory_tree", &mut server, &json!({"tree": data}));
 }
 

@@ -215,9 +215,9 @@ fn directory_tree_data_is_the_text_json() {
         reply.data["tree"],
         json!({"name": "root", "type": "directory", "children": [
             {"name": "a.txt", "type": "file"},
-            {"name": "empty", "type": "directory"},
+            {"name": "empty", "type": "directory", "children": [], "truncated": true},
             {"name": "link", "type": "symlink"},
-            {"name": "sub", "type": "directory"},
+            {"name": "sub", "type": "directory", "children": [], "truncated": true},
         ]})
     );
 }

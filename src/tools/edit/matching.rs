@@ -46,8 +46,11 @@ use std::ops::Range;
 
 use crate::js_regex::JsRegex;
 
+pub mod near;
 #[cfg(test)]
 mod tests;
+
+use near::Near;
 
 const BOM: char = '\u{feff}';
 
@@ -79,8 +82,9 @@ pub struct Edit {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum NotFoundKind {
     /// A literal `oldText`; `whitespace_fallback` says whether the
-    /// whitespace-normalized line match ran as well.
-    Literal { whitespace_fallback: bool },
+    /// whitespace-normalized line match ran as well, and `near` shows the
+    /// nearest text and what differs, when something is similar.
+    Literal { whitespace_fallback: bool, near: Option<Box<Near>> },
     /// A literal edit with an empty `oldText`, which is refused rather than
     /// matched "everywhere".
     EmptyOldText,
@@ -130,12 +134,20 @@ impl fmt::Display for EditError {
             EditError::NotFound { edit_index, kind } => {
                 write!(f, "edit #{}: ", edit_index + 1)?;
                 match kind {
-                    NotFoundKind::Literal { whitespace_fallback: true } => f.write_str(
-                        "oldText not found (also tried a whitespace-normalized line match); \
-                         re-read the file and copy the exact text",
-                    ),
-                    NotFoundKind::Literal { whitespace_fallback: false } => {
-                        f.write_str("oldText not found; re-read the file and copy the exact text")
+                    NotFoundKind::Literal { whitespace_fallback, near } => {
+                        f.write_str("oldText not found")?;
+                        if *whitespace_fallback {
+                            f.write_str(" (also tried a whitespace-normalized line match)")?;
+                        }
+                        match near {
+                            None => f.write_str("; re-read the file and copy the exact text"),
+                            // Line numbers count in the text the earlier edits left.
+                            Some(near) if *edit_index == 1 => write!(f, "; after edit #1, {near}"),
+                            Some(near) if *edit_index > 1 => {
+                                write!(f, "; after edits #1-#{edit_index}, {near}")
+                            }
+                            Some(near) => write!(f, "; {near}"),
+                        }
                     }
                     NotFoundKind::EmptyOldText => f.write_str(
                         "oldText not found: oldText is empty; quote the exact text to replace \
@@ -282,7 +294,7 @@ fn apply_literal(
     if edit.limit != 1 {
         let ranges: Vec<Range<usize>> = hits.take(max_count(edit.limit)).collect();
         if ranges.is_empty() {
-            return Err(not_found_literal(edit_index, false));
+            return Err(not_found_literal(edit_index, false, text, &old));
         }
         return replace_ranges(text, &ranges, &new, edit_index, style.max_bytes);
     }
@@ -293,7 +305,7 @@ fn apply_literal(
             n: 2 + hits.count(),
             whitespace_normalized: false,
         }),
-        (None, _) if edit.case_insensitive => Err(not_found_literal(edit_index, false)),
+        (None, _) if edit.case_insensitive => Err(not_found_literal(edit_index, false, text, &old)),
         (None, _) => replace_normalized_block(text, &old, &new, edit_index, style.max_bytes),
     }
 }
@@ -307,8 +319,8 @@ fn replace_normalized_block(
     max_bytes: usize,
 ) -> Result<String, EditError> {
     match find_normalized_block(text, old) {
-        BlockSearch::NotApplicable => Err(not_found_literal(edit_index, false)),
-        BlockSearch::Found { count: 0, .. } => Err(not_found_literal(edit_index, true)),
+        BlockSearch::NotApplicable => Err(not_found_literal(edit_index, false, text, old)),
+        BlockSearch::Found { count: 0, .. } => Err(not_found_literal(edit_index, true, text, old)),
         BlockSearch::Found { count: 1, first } => {
             let indent = common_indent(text[first.clone()].split('\n'));
             // Every line of `new` may gain the indent: bounded before it is built.
@@ -324,8 +336,16 @@ fn replace_normalized_block(
     }
 }
 
-fn not_found_literal(edit_index: usize, whitespace_fallback: bool) -> EditError {
-    EditError::NotFound { edit_index, kind: NotFoundKind::Literal { whitespace_fallback } }
+/// A literal edit's miss, with the nearest text in `text` when something is similar: shown,
+/// never applied.
+fn not_found_literal(
+    edit_index: usize,
+    whitespace_fallback: bool,
+    text: &str,
+    old: &str,
+) -> EditError {
+    let near = near::nearest(text, old).map(Box::new);
+    EditError::NotFound { edit_index, kind: NotFoundKind::Literal { whitespace_fallback, near } }
 }
 
 /// `limit` as an iterator bound: `0` means unbounded.
