@@ -12,7 +12,6 @@ use serde_json::{json, Value};
 use crate::policy::Policy;
 use crate::protocol::dispatch::{self, ToolReply};
 use crate::protocol::revision::{self, LATEST_LEGACY};
-use crate::protocol::session;
 use crate::schema;
 use crate::tools::{Cancel, Progress, Settings};
 
@@ -64,7 +63,7 @@ pub fn call(policy: &Policy, settings: &Settings, cancel: &Cancel, request: Requ
         Ok(reply) => result_object(reply),
         Err(error) => {
             let stdout = if json {
-                json_line(&session::error_result(&error, LATEST_LEGACY))
+                json_line(&dispatch::error_result(&error, LATEST_LEGACY))
             } else {
                 String::new()
             };

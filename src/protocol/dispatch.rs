@@ -8,6 +8,7 @@ use serde_json::{json, Map, Value};
 use crate::error::ToolError;
 use crate::policy::Policy;
 use crate::protocol::jsonrpc::RpcError;
+use crate::protocol::revision::Revision;
 use crate::schema;
 use crate::tools::{self, Cancel, Content, Ctx, Output, Progress, Settings};
 
@@ -93,6 +94,19 @@ fn integral_floats_as_integers(value: &mut Value) {
 
 pub fn rpc_error(error: &ToolError) -> RpcError {
     RpcError::new(error.code(), error.to_string())
+}
+
+/// `--tool-errors result` (and `replay call --json`): the failure as a result the model can read.
+pub fn error_result(error: &RpcError, revision: Revision) -> Value {
+    let mut result = json!({
+        "content": [{"type": "text", "text": format!("error {}: {}", error.code, error.message)}],
+        "isError": true,
+    });
+    if revision.has_structured_output() {
+        result["structuredContent"] =
+            json!({"error": {"code": error.code, "message": error.message}});
+    }
+    result
 }
 
 fn render(output: Output) -> ToolReply {

@@ -1,0 +1,260 @@
+//! Tool calls: registered as they are read (cancellation flag, progress sink, write turn), run
+//! inline or on the runtime, batches gathered into one array, and answered unless cancelled.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use serde_json::{json, Value};
+use tokio::task::JoinSet;
+
+use crate::protocol::dispatch::{self, ToolReply};
+use crate::protocol::jsonrpc::{self, Message, RpcError};
+use crate::protocol::lock;
+use crate::protocol::reply::{line_with_structured, Reply};
+use crate::protocol::revision::{self, Revision};
+use crate::protocol::schedule::WriteTurn;
+use crate::protocol::scope::Scope;
+use crate::protocol::session::{finish, Session, ToolErrors};
+use crate::protocol::transport::Outbox;
+use crate::tools::{Cancel, Progress};
+
+/// Tools answered on the reading thread itself, without a hand-off: read-only, quick, and
+/// never waiting on anything but the local filesystem. A small read costs less than the two
+/// thread wake-ups a hand-off takes, and pipelined reads are answered in arrival order.
+/// read_file with an `offset` is the exception: it scans the file up to the offset.
+const INLINE_TOOLS: [&str; 3] = ["read_file", "get_file_info", "list_allowed_directories"];
+
+/// Cancellation flags of the tool calls in flight, by request id (as JSON text).
+#[derive(Default)]
+pub struct Calls(Mutex<HashMap<String, Arc<Cancel>>>);
+
+impl Calls {
+    /// `notifications/cancelled`: flags the call; unknown or finished ids are ignored.
+    pub fn cancel(&self, params: &Value) {
+        let Some(id) = params.get("requestId") else { return };
+        if let Some(cancel) = lock(&self.0).get(&id.to_string()) {
+            tracing::debug!(%id, "cancelling");
+            cancel.cancel();
+        }
+    }
+
+    /// Cancels every call in flight: the client is gone.
+    pub fn cancel_all(&self) {
+        for cancel in lock(&self.0).values() {
+            cancel.cancel();
+        }
+    }
+}
+
+/// A `tools/call` as read: its scope, registered for cancellation, holding its write turn if it
+/// changes files.
+struct Call {
+    id: Value,
+    params: Value,
+    revision: Revision,
+    scope: Scope,
+    cancel: Arc<Cancel>,
+    progress: Progress,
+    turn: Option<WriteTurn>,
+}
+
+impl Session {
+    /// A single `tools/call`: inline if it is a quick read, else on the runtime.
+    pub(super) fn accept_call(self: &Arc<Self>, id: Value, params: Value, revision: Revision) {
+        let name = params.get("name").and_then(Value::as_str).unwrap_or_default();
+        // A read from an `offset` scans up to it: far into a big file, that is not quick.
+        let scans = name == "read_file" && params.pointer("/arguments/offset").is_some();
+        let inline = (INLINE_TOOLS.contains(&name) && !scans) || self.scopes.sandbox_deferred();
+        let call = self.prepare(id, params, revision);
+        if inline {
+            if let Some(reply) = self.run_tool(call) {
+                self.send_reply(reply);
+            }
+            return;
+        }
+        let running = self.schedule.running();
+        let session = Arc::clone(self);
+        if call.turn.is_none() {
+            // Nothing to wait for: straight onto the blocking pool, one hop instead of an
+            // async task that hops there.
+            self.schedule.runtime().spawn_blocking(move || {
+                if let Some(reply) = session.run_tool(call) {
+                    session.send_reply(reply);
+                }
+                drop(running);
+            });
+        } else {
+            self.schedule.runtime().spawn(async move {
+                if let Some(reply) = session.clone().call_tool(call).await {
+                    session.send_reply(reply);
+                }
+                drop(running);
+            });
+        }
+    }
+
+    /// A JSON-RPC batch: every element runs concurrently (writers still take their turns in
+    /// order); one array of replies, none if every element was a notification.
+    pub(super) fn accept_batch(self: &Arc<Self>, batch: Vec<Value>) {
+        if batch.is_empty() {
+            let error = RpcError::new(jsonrpc::INVALID_REQUEST, "invalid request: empty batch");
+            self.send(&jsonrpc::failure(Value::Null, &error));
+            return;
+        }
+        // Prepared here, in order: write turns and cancellation must follow arrival.
+        let jobs: Vec<Result<Call, Option<Value>>> = batch
+            .into_iter()
+            .map(|value| match jsonrpc::classify(value) {
+                Ok(Message::Request { id, method, params }) if method == "tools/call" => {
+                    match self.revision_of(&method, &params) {
+                        Ok(revision) => Ok(self.prepare(id, params, revision)),
+                        Err(error) => Err(Some(jsonrpc::failure(id, &error))),
+                    }
+                }
+                Ok(message) => Err(self.handle(message)),
+                Err((id, error)) => Err(Some(jsonrpc::failure(id, &error))),
+            })
+            .collect();
+        if self.scopes.sandbox_deferred() {
+            let replies: Vec<Value> = jobs
+                .into_iter()
+                .filter_map(|job| match job {
+                    Ok(call) => self.run_tool(call).map(Reply::into_value),
+                    Err(reply) => reply,
+                })
+                .collect();
+            if !replies.is_empty() {
+                self.send(&Value::Array(replies));
+            }
+            return;
+        }
+        let mut parts = JoinSet::new();
+        let running = self.schedule.running();
+        let runtime = self.schedule.runtime().handle().clone();
+        for (idx, job) in jobs.into_iter().enumerate() {
+            let session = Arc::clone(self);
+            parts.spawn_on(
+                async move {
+                    let reply = match job {
+                        Ok(call) => session.call_tool(call).await.map(Reply::into_value),
+                        Err(reply) => reply,
+                    };
+                    (idx, reply)
+                },
+                &runtime,
+            );
+        }
+        let session = Arc::clone(self);
+        runtime.spawn(async move {
+            let mut replies: Vec<(usize, Value)> = Vec::new();
+            while let Some(joined) = parts.join_next().await {
+                if let Ok((idx, Some(reply))) = joined {
+                    replies.push((idx, reply));
+                }
+            }
+            replies.sort_by_key(|(idx, _)| *idx);
+            if !replies.is_empty() {
+                session.outbox.send(&Value::Array(replies.into_iter().map(|(_, r)| r).collect()));
+            }
+            drop(running);
+        });
+    }
+
+    /// Registers a tool call as it is read: its scope, its cancellation flag (so that a cancel
+    /// sent right behind the request finds it), its progress reports and its write turn.
+    fn prepare(&self, id: Value, params: Value, revision: Revision) -> Call {
+        let cancel = Arc::new(Cancel::default());
+        lock(&self.calls.0).insert(id.to_string(), Arc::clone(&cancel));
+        let progress = match params.pointer("/_meta/progressToken") {
+            Some(token @ (Value::String(_) | Value::Number(_))) => {
+                progress_sink(self.outbox.clone(), token.clone(), revision, Arc::clone(&cancel))
+            }
+            _ => Progress::default(),
+        };
+        let turn = self.schedule.write_turn(&params);
+        Call { id, params, revision, scope: self.scopes.current(), cancel, progress, turn }
+    }
+
+    /// Runs a tool call once its write turn (if any) has come. `None` when the client
+    /// cancelled it: a cancelled request gets no response.
+    async fn call_tool(self: Arc<Self>, mut call: Call) -> Option<Reply> {
+        if let Some(WriteTurn { previous: Some(previous), .. }) = &mut call.turn {
+            // An error only means the previous writer is gone (finished or panicked): go on.
+            let _ = previous.await;
+        }
+        let outcome = tokio::task::spawn_blocking(move || self.run_tool(call)).await;
+        // The tool's own panics are caught in dispatch; a join error is the runtime shutting
+        // down, and there is no one left to answer.
+        outcome.unwrap_or_default()
+    }
+
+    /// Runs a tool call on this thread, unless it was cancelled already.
+    fn run_tool(&self, call: Call) -> Option<Reply> {
+        let Call { id, params, revision, scope, cancel, progress, turn } = call;
+        let result = if cancel.is_cancelled() {
+            None
+        } else {
+            Some(dispatch::call_tool(&scope.policy, &scope.settings, &cancel, &progress, params))
+        };
+        // No progress after this: the response follows.
+        progress.finish();
+        // The next writer may go as soon as this one is done, before the reply is written.
+        drop(turn);
+        lock(&self.calls.0).remove(&id.to_string());
+        let result = match result {
+            Some(result) if !cancel.is_cancelled() => result,
+            _ => {
+                tracing::debug!(%id, "cancelled; no response");
+                return None;
+            }
+        };
+        let result = match result {
+            Err(error) if self.tool_errors == ToolErrors::Result => Ok(ToolReply {
+                result: dispatch::error_result(&error, revision),
+                structured_json: None,
+            }),
+            other => other,
+        };
+        Some(match result {
+            Ok(ToolReply { result, structured_json }) => {
+                let result = finish(revision::tool_result(result, revision), revision);
+                match structured_json.filter(|_| revision.has_structured_output()) {
+                    Some(raw) => Reply::Line(line_with_structured(&id, &result, &raw)),
+                    None => Reply::Value(jsonrpc::success(id, result)),
+                }
+            }
+            Err(error) => Reply::Value(jsonrpc::failure(id, &error)),
+        })
+    }
+
+    fn send_reply(&self, reply: Reply) {
+        match reply {
+            Reply::Value(value) => self.send(&value),
+            Reply::Line(line) => self.held.send_line(line),
+        }
+    }
+}
+
+/// Progress reports of one call as `notifications/progress` with its token. A cancelled call
+/// sends none (nothing more may be said about it).
+fn progress_sink(
+    outbox: Outbox,
+    token: Value,
+    revision: Revision,
+    cancel: Arc<Cancel>,
+) -> Progress {
+    Progress::new(move |done, total, message| {
+        if cancel.is_cancelled() {
+            return;
+        }
+        let mut params = json!({"progressToken": token, "progress": done});
+        if let Some(total) = total {
+            params["total"] = json!(total);
+        }
+        if revision.has_annotations() {
+            params["message"] = json!(message);
+        }
+        outbox
+            .send(&json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": params}));
+    })
+}
