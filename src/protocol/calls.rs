@@ -7,14 +7,14 @@ use std::sync::{Arc, Mutex};
 use serde_json::{json, Value};
 use tokio::task::JoinSet;
 
-use crate::protocol::dispatch::{self, ToolReply};
-use crate::protocol::jsonrpc::{self, Message, RpcError};
+use crate::protocol::dispatch;
+use crate::protocol::jsonrpc::{self, Element, Id, Message, RpcError};
 use crate::protocol::lock;
-use crate::protocol::reply::{line_with_structured, Reply};
-use crate::protocol::revision::{self, Revision};
+use crate::protocol::reply::{self, Budget};
+use crate::protocol::revision::Revision;
 use crate::protocol::schedule::WriteTurn;
 use crate::protocol::scope::Scope;
-use crate::protocol::session::{finish, Session, ToolErrors};
+use crate::protocol::session::{Session, ToolErrors};
 use crate::protocol::transport::Outbox;
 use crate::tools::{Cancel, Progress};
 
@@ -24,15 +24,14 @@ use crate::tools::{Cancel, Progress};
 /// read_file with an `offset` is the exception: it scans the file up to the offset.
 const INLINE_TOOLS: [&str; 3] = ["read_file", "get_file_info", "list_allowed_directories"];
 
-/// Cancellation flags of the tool calls in flight, by request id (as JSON text).
+/// Cancellation flags of the tool calls in flight, by request id (`Id::key`: as sent).
 #[derive(Default)]
 pub struct Calls(Mutex<HashMap<String, Arc<Cancel>>>);
 
 impl Calls {
-    /// `notifications/cancelled`: flags the call; unknown or finished ids are ignored.
-    pub fn cancel(&self, params: &Value) {
-        let Some(id) = params.get("requestId") else { return };
-        if let Some(cancel) = lock(&self.0).get(&id.to_string()) {
+    /// `notifications/cancelled` for `id`: flags the call; unknown or finished ids are ignored.
+    pub fn cancel(&self, id: &Id) {
+        if let Some(cancel) = lock(&self.0).get(&id.key()) {
             tracing::debug!(%id, "cancelling");
             cancel.cancel();
         }
@@ -49,7 +48,7 @@ impl Calls {
 /// A `tools/call` as read: its scope, registered for cancellation, holding its write turn if it
 /// changes files.
 struct Call {
-    id: Value,
+    id: Id,
     params: Value,
     revision: Revision,
     scope: Scope,
@@ -60,15 +59,21 @@ struct Call {
 
 impl Session {
     /// A single `tools/call`: inline if it is a quick read, else on the runtime.
-    pub(super) fn accept_call(self: &Arc<Self>, id: Value, params: Value, revision: Revision) {
+    pub(super) fn accept_call(
+        self: &Arc<Self>,
+        element: &Element,
+        id: Id,
+        params: Value,
+        revision: Revision,
+    ) {
         let name = params.get("name").and_then(Value::as_str).unwrap_or_default();
         // A read from an `offset` scans up to it: far into a big file, that is not quick.
         let scans = name == "read_file" && params.pointer("/arguments/offset").is_some();
         let inline = (INLINE_TOOLS.contains(&name) && !scans) || self.scopes.sandbox_deferred();
-        let call = self.prepare(id, params, revision);
+        let call = self.prepare(element, id, params, revision);
         if inline {
-            if let Some(reply) = self.run_tool(call) {
-                self.send_reply(reply);
+            if let Some(line) = self.run_tool(call, &Budget::default()) {
+                self.held.send_line(line);
             }
             return;
         }
@@ -78,15 +83,17 @@ impl Session {
             // Nothing to wait for: straight onto the blocking pool, one hop instead of an
             // async task that hops there.
             self.schedule.runtime().spawn_blocking(move || {
-                if let Some(reply) = session.run_tool(call) {
-                    session.send_reply(reply);
+                session.outbox.wait_for_room();
+                if let Some(line) = session.run_tool(call, &Budget::default()) {
+                    session.held.send_line(line);
                 }
                 drop(running);
             });
         } else {
             self.schedule.runtime().spawn(async move {
-                if let Some(reply) = session.clone().call_tool(call).await {
-                    session.send_reply(reply);
+                let budget = Arc::new(Budget::default());
+                if let Some(line) = session.clone().call_tool(call, budget).await {
+                    session.held.send_line(line);
                 }
                 drop(running);
             });
@@ -94,37 +101,39 @@ impl Session {
     }
 
     /// A JSON-RPC batch: every element runs concurrently (writers still take their turns in
-    /// order); one array of replies, none if every element was a notification.
-    pub(super) fn accept_batch(self: &Arc<Self>, batch: Vec<Value>) {
+    /// order); one array of replies, none if every element was a notification. The array is
+    /// the elements' reply lines joined, under the cap on one reply as a whole.
+    pub(super) fn accept_batch(self: &Arc<Self>, batch: Vec<Element>) {
         if batch.is_empty() {
             let error = RpcError::new(jsonrpc::INVALID_REQUEST, "invalid request: empty batch");
-            self.send(&jsonrpc::failure(Value::Null, &error));
+            self.held.send_line(jsonrpc::failure_line(&Id::null(), &error));
             return;
         }
         // Prepared here, in order: write turns and cancellation must follow arrival.
-        let jobs: Vec<Result<Call, Option<Value>>> = batch
+        let jobs: Vec<Result<Call, Option<String>>> = batch
             .into_iter()
-            .map(|value| match jsonrpc::classify(value) {
+            .map(|mut element| match element.classify() {
                 Ok(Message::Request { id, method, params }) if method == "tools/call" => {
                     match self.revision_of(&method, &params) {
-                        Ok(revision) => Ok(self.prepare(id, params, revision)),
-                        Err(error) => Err(Some(jsonrpc::failure(id, &error))),
+                        Ok(revision) => Ok(self.prepare(&element, id, params, revision)),
+                        Err(error) => Err(Some(jsonrpc::failure_line(&id, &error))),
                     }
                 }
-                Ok(message) => Err(self.handle(message)),
-                Err((id, error)) => Err(Some(jsonrpc::failure(id, &error))),
+                Ok(message) => Err(self.handle(&element, message)),
+                Err((id, error)) => Err(Some(jsonrpc::failure_line(&id, &error))),
             })
             .collect();
+        let budget = Arc::new(Budget::default());
         if self.scopes.sandbox_deferred() {
-            let replies: Vec<Value> = jobs
+            let replies: Vec<String> = jobs
                 .into_iter()
                 .filter_map(|job| match job {
-                    Ok(call) => self.run_tool(call).map(Reply::into_value),
+                    Ok(call) => self.run_tool(call, &budget),
                     Err(reply) => reply,
                 })
                 .collect();
             if !replies.is_empty() {
-                self.send(&Value::Array(replies));
+                self.held.send_pieces(reply::batch_pieces(replies));
             }
             return;
         }
@@ -133,10 +142,11 @@ impl Session {
         let runtime = self.schedule.runtime().handle().clone();
         for (idx, job) in jobs.into_iter().enumerate() {
             let session = Arc::clone(self);
+            let budget = Arc::clone(&budget);
             parts.spawn_on(
                 async move {
                     let reply = match job {
-                        Ok(call) => session.call_tool(call).await.map(Reply::into_value),
+                        Ok(call) => session.call_tool(call, budget).await,
                         Err(reply) => reply,
                     };
                     (idx, reply)
@@ -146,7 +156,7 @@ impl Session {
         }
         let session = Arc::clone(self);
         runtime.spawn(async move {
-            let mut replies: Vec<(usize, Value)> = Vec::new();
+            let mut replies: Vec<(usize, String)> = Vec::new();
             while let Some(joined) = parts.join_next().await {
                 if let Ok((idx, Some(reply))) = joined {
                     replies.push((idx, reply));
@@ -154,7 +164,8 @@ impl Session {
             }
             replies.sort_by_key(|(idx, _)| *idx);
             if !replies.is_empty() {
-                session.outbox.send(&Value::Array(replies.into_iter().map(|(_, r)| r).collect()));
+                let replies: Vec<String> = replies.into_iter().map(|(_, r)| r).collect();
+                session.held.send_pieces(reply::batch_pieces(replies));
             }
             drop(running);
         });
@@ -162,14 +173,12 @@ impl Session {
 
     /// Registers a tool call as it is read: its scope, its cancellation flag (so that a cancel
     /// sent right behind the request finds it), its progress reports and its write turn.
-    fn prepare(&self, id: Value, params: Value, revision: Revision) -> Call {
+    fn prepare(&self, element: &Element, id: Id, params: Value, revision: Revision) -> Call {
         let cancel = Arc::new(Cancel::default());
-        lock(&self.calls.0).insert(id.to_string(), Arc::clone(&cancel));
-        let progress = match params.pointer("/_meta/progressToken") {
-            Some(token @ (Value::String(_) | Value::Number(_))) => {
-                progress_sink(self.outbox.clone(), token.clone(), revision, Arc::clone(&cancel))
-            }
-            _ => Progress::default(),
+        lock(&self.calls.0).insert(id.key(), Arc::clone(&cancel));
+        let progress = match element.progress_token(&params) {
+            Some(token) => progress_sink(self.outbox.clone(), token, revision, Arc::clone(&cancel)),
+            None => Progress::default(),
         };
         let turn = self.schedule.write_turn(&params);
         Call { id, params, revision, scope: self.scopes.current(), cancel, progress, turn }
@@ -177,19 +186,25 @@ impl Session {
 
     /// Runs a tool call once its write turn (if any) has come. `None` when the client
     /// cancelled it: a cancelled request gets no response.
-    async fn call_tool(self: Arc<Self>, mut call: Call) -> Option<Reply> {
+    async fn call_tool(self: Arc<Self>, mut call: Call, budget: Arc<Budget>) -> Option<String> {
         if let Some(WriteTurn { previous: Some(previous), .. }) = &mut call.turn {
             // An error only means the previous writer is gone (finished or panicked): go on.
             let _ = previous.await;
         }
-        let outcome = tokio::task::spawn_blocking(move || self.run_tool(call)).await;
+        let outcome = tokio::task::spawn_blocking(move || {
+            // Not started while replies wait unread past the bound (backpressure).
+            self.outbox.wait_for_room();
+            self.run_tool(call, &budget)
+        })
+        .await;
         // The tool's own panics are caught in dispatch; a join error is the runtime shutting
         // down, and there is no one left to answer.
         outcome.unwrap_or_default()
     }
 
-    /// Runs a tool call on this thread, unless it was cancelled already.
-    fn run_tool(&self, call: Call) -> Option<Reply> {
+    /// Runs a tool call on this thread, unless it was cancelled already, and writes its reply
+    /// line (without the newline).
+    fn run_tool(&self, call: Call, budget: &Budget) -> Option<String> {
         let Call { id, params, revision, scope, cancel, progress, turn } = call;
         let result = if cancel.is_cancelled() {
             None
@@ -200,7 +215,7 @@ impl Session {
         progress.finish();
         // The next writer may go as soon as this one is done, before the reply is written.
         drop(turn);
-        lock(&self.calls.0).remove(&id.to_string());
+        lock(&self.calls.0).remove(&id.key());
         let result = match result {
             Some(result) if !cancel.is_cancelled() => result,
             _ => {
@@ -208,53 +223,34 @@ impl Session {
                 return None;
             }
         };
-        let result = match result {
-            Err(error) if self.tool_errors == ToolErrors::Result => Ok(ToolReply {
-                result: dispatch::error_result(&error, revision),
-                structured_json: None,
-            }),
-            other => other,
-        };
         Some(match result {
-            Ok(ToolReply { result, structured_json }) => {
-                let result = finish(revision::tool_result(result, revision), revision);
-                match structured_json.filter(|_| revision.has_structured_output()) {
-                    Some(raw) => Reply::Line(line_with_structured(&id, &result, &raw)),
-                    None => Reply::Value(jsonrpc::success(id, result)),
-                }
+            Ok(reply) => reply::tool_line(&id, reply, revision, budget),
+            Err(error) if self.tool_errors == ToolErrors::Result => {
+                reply::tool_line(&id, dispatch::error_result(&error), revision, budget)
             }
-            Err(error) => Reply::Value(jsonrpc::failure(id, &error)),
+            Err(error) => jsonrpc::failure_line(&id, &error),
         })
-    }
-
-    fn send_reply(&self, reply: Reply) {
-        match reply {
-            Reply::Value(value) => self.send(&value),
-            Reply::Line(line) => self.held.send_line(line),
-        }
     }
 }
 
-/// Progress reports of one call as `notifications/progress` with its token. A cancelled call
-/// sends none (nothing more may be said about it).
-fn progress_sink(
-    outbox: Outbox,
-    token: Value,
-    revision: Revision,
-    cancel: Arc<Cancel>,
-) -> Progress {
+/// Progress reports of one call as `notifications/progress` with its token (as sent). A
+/// cancelled call sends none (nothing more may be said about it).
+fn progress_sink(outbox: Outbox, token: Id, revision: Revision, cancel: Arc<Cancel>) -> Progress {
     Progress::new(move |done, total, message| {
         if cancel.is_cancelled() {
             return;
         }
-        let mut params = json!({"progressToken": token, "progress": done});
+        let mut line = format!(
+            r#"{{"jsonrpc":"2.0","method":"notifications/progress","params":{{"progressToken":{token},"progress":{done}"#
+        );
         if let Some(total) = total {
-            params["total"] = json!(total);
+            line.push_str(&format!(r#","total":{total}"#));
         }
         if revision.has_annotations() {
-            params["message"] = json!(message);
+            line.push_str(r#","message":"#);
+            line.push_str(&json!(message).to_string());
         }
-        outbox
-            .send(&json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": params}));
+        line.push_str("}}\n");
+        outbox.send_lines(line);
     })
 }

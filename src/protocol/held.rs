@@ -24,8 +24,10 @@ impl Held {
         Held { outbox, reader, lines: Mutex::new(String::new()) }
     }
 
-    /// Sends `line` (ending in a newline), or holds it when made on the reading thread.
-    pub fn send_line(&self, line: String) {
+    /// Sends `line` (one message, without its newline), or holds it when made on the reading
+    /// thread.
+    pub fn send_line(&self, mut line: String) {
+        line.push('\n');
         if std::thread::current().id() != self.reader {
             self.outbox.send_lines(line);
             return;
@@ -42,6 +44,18 @@ impl Held {
         if held.len() >= HOLD_LIMIT {
             self.outbox.send_lines(std::mem::take(&mut held));
         }
+    }
+
+    /// Sends one line made of `pieces` (a batch's replies, without copying them into one
+    /// string), after what is held.
+    pub fn send_pieces(&self, mut pieces: Vec<String>) {
+        if let Some(last) = pieces.last_mut() {
+            last.push('\n');
+        }
+        if std::thread::current().id() == self.reader {
+            self.release();
+        }
+        self.outbox.send_pieces(pieces);
     }
 
     /// Hands what is held to the writer: the reading thread has read all there is.

@@ -5,7 +5,7 @@ mod calls;
 pub mod dispatch;
 mod held;
 pub mod jsonrpc;
-mod reply;
+pub mod reply;
 pub mod revision;
 pub mod roots;
 mod schedule;

@@ -10,7 +10,9 @@ use serde_json::{json, Value};
 use crate::policy::Policy;
 use crate::protocol::calls::Calls;
 use crate::protocol::held::Held;
-use crate::protocol::jsonrpc::{self, Message, RpcError, METHOD_NOT_FOUND, PARSE_ERROR};
+use crate::protocol::jsonrpc::{
+    self, Element, Id, Incoming, Message, RpcError, METHOD_NOT_FOUND, PARSE_ERROR,
+};
 use crate::protocol::revision::{self, Revision};
 use crate::protocol::schedule::{Schedule, DRAIN_LIMIT};
 use crate::protocol::scope::{DeferredSandbox, Scopes};
@@ -87,7 +89,15 @@ pub fn serve(policy: Policy, settings: Arc<Settings>, options: Options) {
         schedule: Schedule::default(),
     });
     let _ = hook.set(Arc::downgrade(&session));
-    transport::read_lines(|line| session.accept(line), || session.held.release());
+    let each = |line| {
+        session.accept(line);
+        // Backpressure: no next request while too many replies wait unread.
+        if session.outbox.must_wait() {
+            session.held.release();
+            session.outbox.wait_for_room();
+        }
+    };
+    transport::read_lines(each, || session.held.release());
     let pending = session.schedule.in_flight();
     tracing::debug!(in_flight = pending, "stdin closed; finishing in-flight requests");
     if !session.schedule.wait_idle(DRAIN_LIMIT) {
@@ -126,38 +136,31 @@ impl Session {
                     "parse error: a message of {len} bytes exceeds the limit of {} bytes",
                     transport::MAX_LINE_BYTES
                 );
-                self.send(&jsonrpc::failure(Value::Null, &RpcError::new(PARSE_ERROR, message)));
+                let error = RpcError::new(PARSE_ERROR, message);
+                self.held.send_line(jsonrpc::failure_line(&Id::null(), &error));
                 return;
             }
         };
         if bytes.iter().all(u8::is_ascii_whitespace) {
             return;
         }
-        let value: Value = match serde_json::from_slice(&bytes) {
-            Ok(v) => v,
-            Err(e) => {
-                let error = RpcError::new(PARSE_ERROR, format!("parse error: {e}"));
-                self.send(&jsonrpc::failure(Value::Null, &error));
-                return;
-            }
+        let mut element = match jsonrpc::parse(&bytes) {
+            Ok(Incoming::One(element)) => element,
+            Ok(Incoming::Batch(elements)) => return self.accept_batch(elements),
+            Err(error) => return self.held.send_line(jsonrpc::failure_line(&Id::null(), &error)),
         };
-        if let Value::Array(batch) = value {
-            self.accept_batch(batch);
-            return;
-        }
-        match jsonrpc::classify(value) {
+        let reply = match element.classify() {
             Ok(Message::Request { id, method, params }) if method == "tools/call" => {
                 match self.revision_of(&method, &params) {
-                    Ok(revision) => self.accept_call(id, params, revision),
-                    Err(error) => self.send(&jsonrpc::failure(id, &error)),
+                    Ok(revision) => return self.accept_call(&element, id, params, revision),
+                    Err(error) => Some(jsonrpc::failure_line(&id, &error)),
                 }
             }
-            Ok(message) => {
-                if let Some(reply) = self.handle(message) {
-                    self.send(&reply);
-                }
-            }
-            Err((id, error)) => self.send(&jsonrpc::failure(id, &error)),
+            Ok(message) => self.handle(&element, message),
+            Err((id, error)) => Some(jsonrpc::failure_line(&id, &error)),
+        };
+        if let Some(reply) = reply {
+            self.held.send_line(reply);
         }
     }
 
@@ -169,34 +172,33 @@ impl Session {
         Ok(modern.unwrap_or_else(|| lock(&self.client).revision.unwrap_or(revision::LATEST_LEGACY)))
     }
 
-    /// Replies from the reading thread are held until it has read all there is (`Held`).
-    pub(super) fn send(&self, message: &Value) {
-        self.held.send_line(transport::line_of(message));
-    }
-
-    /// Everything but `tools/call`. Returns the reply, if the message needs one.
-    pub(super) fn handle(&self, message: Message) -> Option<Value> {
+    /// Everything but `tools/call`. Returns the reply line, if the message needs one.
+    pub(super) fn handle(&self, element: &Element, message: Message) -> Option<String> {
         match message {
             Message::Request { id, method, params } => {
                 let outcome = self.revision_of(&method, &params).and_then(|revision| {
                     self.request(&method, &params, revision).map(|r| finish(r, revision))
                 });
                 Some(match outcome {
-                    Ok(result) => jsonrpc::success(id, result),
-                    Err(error) => jsonrpc::failure(id, &error),
+                    Ok(result) => jsonrpc::success_line(&id, &result),
+                    Err(error) => jsonrpc::failure_line(&id, &error),
                 })
             }
             Message::Notification { method, params } => {
                 match method.as_str() {
                     "notifications/initialized" | "initialized" => self.request_roots(),
                     "notifications/roots/list_changed" => self.request_roots(),
-                    "notifications/cancelled" => self.calls.cancel(&params),
+                    "notifications/cancelled" => {
+                        if let Some(id) = element.cancelled_request() {
+                            self.calls.cancel(&id);
+                        }
+                    }
                     other => tracing::debug!(method = other, %params, "ignoring notification"),
                 }
                 None
             }
             Message::Response { id, outcome } => {
-                self.response(id, outcome);
+                self.response(&id, outcome);
                 None
             }
         }
@@ -243,18 +245,19 @@ impl Session {
             id
         };
         tracing::debug!(%id, "asking the client for its roots");
-        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": "roots/list"}));
+        let request = json!({"jsonrpc": "2.0", "id": id, "method": "roots/list"});
+        self.held.send_line(request.to_string());
     }
 
     /// A response to one of our requests: only `roots/list` is ever asked.
-    fn response(&self, id: Value, outcome: Result<Value, Value>) {
-        let Some(id) = id.as_str() else {
+    fn response(&self, id: &Id, outcome: Result<Value, Value>) {
+        let Some(id) = id.as_string() else {
             tracing::debug!(%id, "ignoring a response to no request of ours");
             return;
         };
         {
             let mut client = lock(&self.client);
-            let Some(at) = client.roots_requests.iter().position(|r| r == id) else {
+            let Some(at) = client.roots_requests.iter().position(|r| *r == id) else {
                 tracing::debug!(%id, "ignoring a response to no request of ours");
                 return;
             };
@@ -281,7 +284,7 @@ fn discover() -> Value {
 }
 
 /// A result as its revision shapes every result: the modern era marks each one.
-pub(super) fn finish(result: Value, revision: Revision) -> Value {
+fn finish(result: Value, revision: Revision) -> Value {
     if revision.is_modern() {
         revision::modern_result(result)
     } else {

@@ -410,6 +410,11 @@ impl Server {
         result
     }
 
+    /// The server's process id (for `/proc/<pid>/status`).
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().expect("the child runs").id()
+    }
+
     /// What the server wrote to stderr so far.
     pub fn stderr(&self) -> String {
         String::from_utf8_lossy(&self.stderr.lock().expect("stderr lock")).into_owned()
@@ -442,17 +447,35 @@ impl Server {
 
     /// The next stdout line, checked to be JSON-RPC 2.0 (an object, or a batch array of them).
     pub fn next_line(&mut self) -> String {
-        match self.lines.recv_timeout(REPLY_TIMEOUT) {
+        self.next_line_within(REPLY_TIMEOUT)
+    }
+
+    /// `next_line`, for a reply that takes longer than `REPLY_TIMEOUT` to make (hundreds of
+    /// megabytes written by an unoptimized build).
+    pub fn next_line_within(&mut self, limit: Duration) -> String {
+        match self.lines.recv_timeout(limit) {
             Ok(line) => {
                 check_jsonrpc_line(&line);
                 line
             }
             Err(RecvTimeoutError::Timeout) => {
-                panic!("no line from replay within {REPLY_TIMEOUT:?}; stderr:\n{}", self.stderr())
+                panic!("no line from replay within {limit:?}; stderr:\n{}", self.stderr())
             }
             Err(RecvTimeoutError::Disconnected) => {
                 panic!("replay closed stdout (exited?); stderr:\n{}", self.stderr())
             }
+        }
+    }
+
+    /// The next stdout line as it is, unchecked: for replies nested deeper than serde_json
+    /// parses (128 levels).
+    pub fn next_raw_line(&mut self) -> String {
+        match self.lines.recv_timeout(REPLY_TIMEOUT) {
+            Ok(line) => line,
+            Err(e) => panic!(
+                "no line from replay within {REPLY_TIMEOUT:?} ({e}); stderr:\n{}",
+                self.stderr()
+            ),
         }
     }
 

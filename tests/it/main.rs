@@ -13,6 +13,7 @@ mod policy;
 mod protocol;
 mod race;
 mod read;
+mod replies;
 mod revisions;
 mod roots;
 mod search;
