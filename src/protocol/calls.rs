@@ -12,10 +12,10 @@ use crate::protocol::jsonrpc::{self, Element, Id, Message, RpcError};
 use crate::protocol::lock;
 use crate::protocol::reply::{self, Budget};
 use crate::protocol::revision::Revision;
-use crate::protocol::schedule::WriteTurn;
 use crate::protocol::scope::Scope;
 use crate::protocol::session::{Session, ToolErrors};
 use crate::protocol::transport::Outbox;
+use crate::protocol::turns::Turn;
 use crate::tools::{Cancel, Progress};
 
 /// Tools answered on the reading thread itself, without a hand-off: read-only, quick, and
@@ -24,23 +24,32 @@ use crate::tools::{Cancel, Progress};
 /// read_file with an `offset` is the exception: it scans the file up to the offset.
 const INLINE_TOOLS: [&str; 3] = ["read_file", "get_file_info", "list_allowed_directories"];
 
-/// Cancellation flags of the tool calls in flight, by request id (`Id::key`: as sent).
+/// The tool calls in flight, by request id (`Id::key`: as sent): each one's cancellation flag
+/// and write turn.
 #[derive(Default)]
-pub struct Calls(Mutex<HashMap<String, Arc<Cancel>>>);
+pub struct Calls(Mutex<HashMap<String, Registered>>);
+
+struct Registered {
+    cancel: Arc<Cancel>,
+    /// The call's write turn (`Turn::seq`), if it changes files.
+    turn: Option<u64>,
+}
 
 impl Calls {
-    /// `notifications/cancelled` for `id`: flags the call; unknown or finished ids are ignored.
-    pub fn cancel(&self, id: &Id) {
-        if let Some(cancel) = lock(&self.0).get(&id.key()) {
-            tracing::debug!(%id, "cancelling");
-            cancel.cancel();
-        }
+    /// `notifications/cancelled` for `id`: flags the call and gives its write turn's number,
+    /// which the caller ends; unknown or finished ids are ignored.
+    pub fn cancel(&self, id: &Id) -> Option<u64> {
+        let calls = lock(&self.0);
+        let call = calls.get(&id.key())?;
+        tracing::debug!(%id, "cancelling");
+        call.cancel.cancel();
+        call.turn
     }
 
     /// Cancels every call in flight: the client is gone.
     pub fn cancel_all(&self) {
-        for cancel in lock(&self.0).values() {
-            cancel.cancel();
+        for call in lock(&self.0).values() {
+            call.cancel.cancel();
         }
     }
 }
@@ -54,7 +63,7 @@ struct Call {
     scope: Scope,
     cancel: Arc<Cancel>,
     progress: Progress,
-    turn: Option<WriteTurn>,
+    turn: Option<Turn>,
 }
 
 impl Session {
@@ -79,7 +88,7 @@ impl Session {
         }
         let running = self.schedule.running();
         let session = Arc::clone(self);
-        if call.turn.is_none() {
+        if call.turn.as_ref().is_none_or(Turn::is_free) {
             // Nothing to wait for: straight onto the blocking pool, one hop instead of an
             // async task that hops there.
             self.schedule.runtime().spawn_blocking(move || {
@@ -174,22 +183,24 @@ impl Session {
     /// Registers a tool call as it is read: its scope, its cancellation flag (so that a cancel
     /// sent right behind the request finds it), its progress reports and its write turn.
     fn prepare(&self, element: &Element, id: Id, params: Value, revision: Revision) -> Call {
+        let scope = self.scopes.current();
         let cancel = Arc::new(Cancel::default());
-        lock(&self.calls.0).insert(id.key(), Arc::clone(&cancel));
+        let turn = self.schedule.write_turn(&scope.policy, &params);
+        let registered =
+            Registered { cancel: Arc::clone(&cancel), turn: turn.as_ref().map(Turn::seq) };
+        lock(&self.calls.0).insert(id.key(), registered);
         let progress = match element.progress_token(&params) {
             Some(token) => progress_sink(self.outbox.clone(), token, revision, Arc::clone(&cancel)),
             None => Progress::default(),
         };
-        let turn = self.schedule.write_turn(&params);
-        Call { id, params, revision, scope: self.scopes.current(), cancel, progress, turn }
+        Call { id, params, revision, scope, cancel, progress, turn }
     }
 
     /// Runs a tool call once its write turn (if any) has come. `None` when the client
     /// cancelled it: a cancelled request gets no response.
     async fn call_tool(self: Arc<Self>, mut call: Call, budget: Arc<Budget>) -> Option<String> {
-        if let Some(WriteTurn { previous: Some(previous), .. }) = &mut call.turn {
-            // An error only means the previous writer is gone (finished or panicked): go on.
-            let _ = previous.await;
+        if let Some(turn) = &mut call.turn {
+            turn.wait().await;
         }
         let outcome = tokio::task::spawn_blocking(move || {
             // Not started while replies wait unread past the bound (backpressure).
@@ -206,14 +217,15 @@ impl Session {
     /// line (without the newline).
     fn run_tool(&self, call: Call, budget: &Budget) -> Option<String> {
         let Call { id, params, revision, scope, cancel, progress, turn } = call;
-        let result = if cancel.is_cancelled() {
+        let started = turn.as_ref().is_none_or(|turn| turn.start(&cancel));
+        let result = if !started || cancel.is_cancelled() {
             None
         } else {
             Some(dispatch::call_tool(&scope.policy, &scope.settings, &cancel, &progress, params))
         };
         // No progress after this: the response follows.
         progress.finish();
-        // The next writer may go as soon as this one is done, before the reply is written.
+        // The writers behind this one may go as soon as it is done, before its reply is written.
         drop(turn);
         lock(&self.calls.0).remove(&id.key());
         let result = match result {

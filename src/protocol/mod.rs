@@ -13,6 +13,7 @@ pub mod scope;
 pub mod session;
 mod tools_list;
 pub mod transport;
+mod turns;
 
 /// A poisoned lock is still used: a panic elsewhere must not stop the session.
 fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {

@@ -1,15 +1,16 @@
 //! Where calls run and when: the tokio runtime (built on first use), the count of requests in
-//! flight that the end of input drains, and the write turns that order calls changing files.
+//! flight that the end of input drains, and the write turns that order calls changing files
+//! (`turns`).
 
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::Duration;
 
 use serde_json::Value;
 use tokio::runtime::Runtime;
-use tokio::sync::oneshot;
 
+use crate::policy::Policy;
 use crate::protocol::lock;
-use crate::schema;
+use crate::protocol::turns::{self, Turn, Turns};
 
 /// How long in-flight calls may run on after stdin closes: execute_command's longest timeout
 /// (60 s) plus its kill grace (3 s), plus a margin.
@@ -21,8 +22,8 @@ pub struct Schedule {
     /// that only says `initialize` never starts its threads.
     runtime: OnceLock<Runtime>,
     in_flight: Arc<InFlight>,
-    /// Completion of the last file-changing call handed out; see `write_turn`.
-    last_write: Mutex<Option<oneshot::Receiver<()>>>,
+    /// The file-changing calls in flight; see `write_turn`.
+    turns: Arc<Turns>,
 }
 
 /// Counts the requests handed to the runtime, so that the end of input can wait for them.
@@ -43,13 +44,6 @@ impl Drop for Running {
             self.0.idle.notify_all();
         }
     }
-}
-
-/// A file-changing call's place in line: wait for `previous`, run, then drop `_done` to let
-/// the next writer go.
-pub struct WriteTurn {
-    pub previous: Option<oneshot::Receiver<()>>,
-    _done: oneshot::Sender<()>,
 }
 
 impl Schedule {
@@ -87,17 +81,18 @@ impl Schedule {
         *count == 0
     }
 
-    /// Calls that change files run one after another, in the order they arrived, so that a
-    /// client pipelining two edits of one file gets both applied, in order. Reads never wait.
-    /// Taken when the line is read (in order), awaited by the task that runs the call.
-    pub fn write_turn(&self, params: &Value) -> Option<WriteTurn> {
-        let name = params.get("name").and_then(Value::as_str)?;
-        if !schema::find(name).is_some_and(|def| def.changes_files()) {
-            return None;
-        }
-        let (done, next) = oneshot::channel();
-        let previous = lock(&self.last_write).replace(next);
-        Some(WriteTurn { previous, _done: done })
+    /// A call that changes files waits for the earlier ones in flight on the same files (a
+    /// path or one inside the other, however spelled), in the order they arrived, so that a
+    /// client pipelining two edits of one file gets both applied, in order; a write elsewhere
+    /// does not wait. Reads never wait. Taken when the line is read (in order), awaited by
+    /// the task that runs the call.
+    pub fn write_turn(&self, policy: &Policy, params: &Value) -> Option<Turn> {
+        turns::keys(policy, params).map(|keys| self.turns.take(keys))
+    }
+
+    /// The call holding turn `seq` was cancelled: its turn ends now if it runs.
+    pub fn cancelled(&self, seq: u64) {
+        self.turns.cancelled(seq);
     }
 
     /// Stops what still runs past the drain (the process is ending).

@@ -189,8 +189,9 @@ impl Session {
                     "notifications/initialized" | "initialized" => self.request_roots(),
                     "notifications/roots/list_changed" => self.request_roots(),
                     "notifications/cancelled" => {
-                        if let Some(id) = element.cancelled_request() {
-                            self.calls.cancel(&id);
+                        let id = element.cancelled_request();
+                        if let Some(turn) = id.and_then(|id| self.calls.cancel(&id)) {
+                            self.schedule.cancelled(turn);
                         }
                     }
                     other => tracing::debug!(method = other, %params, "ignoring notification"),

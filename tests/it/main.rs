@@ -19,4 +19,5 @@ mod roots;
 mod search;
 mod selection;
 mod structured;
+mod turns;
 mod write;
