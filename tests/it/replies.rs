@@ -180,16 +180,28 @@ fn r13_a_batch_of_mixed_replies_keeps_every_id() {
     }
 }
 
-/// The elements of a batch reply line, as the text of each.
+/// The elements of a batch reply line, as the text of each: split at the commas outside
+/// strings at the top level, in one pass (a batch line may be hundreds of megabytes).
 fn elements_of(line: &str) -> Vec<&str> {
     let body = line.trim_end().strip_prefix('[').and_then(|b| b.strip_suffix(']'));
-    let body = body.unwrap_or_else(|| panic!("not a batch reply: {line}"));
+    let body = body.unwrap_or_else(|| panic!("not a batch reply: {line:.300}"));
+    let (mut depth, mut in_string, mut escaped) = (0i64, false, false);
     let mut elements = Vec::new();
     let mut start = 0;
-    for (at, c) in body.char_indices() {
-        if c == ',' && depth_after(&body[..at]) == 0 {
-            elements.push(&body[start..at]);
-            start = at + 1;
+    for (at, b) in body.bytes().enumerate() {
+        match (in_string, escaped, b) {
+            (true, true, _) => escaped = false,
+            (true, false, b'\\') => escaped = true,
+            (true, false, b'"') => in_string = false,
+            (true, false, _) => {}
+            (false, _, b'"') => in_string = true,
+            (false, _, b'[' | b'{') => depth += 1,
+            (false, _, b']' | b'}') => depth -= 1,
+            (false, _, b',') if depth == 0 => {
+                elements.push(&body[start..at]);
+                start = at + 1;
+            }
+            (false, _, _) => {}
         }
     }
     elements.push(&body[start..]);
@@ -254,14 +266,14 @@ fn r13_a_batch_past_the_reply_cap_gets_the_paging_error_for_what_does_not_fit() 
     assert_eq!(replies.len(), 3, "{:.300}", line);
     let (mut whole, mut refused) = (0, 0);
     for reply in &replies {
-        let value: Value = serde_json::from_str(reply).expect("an element is JSON");
-        if let Some(text) = value.pointer("/result/content/0/text").and_then(Value::as_str) {
-            assert_eq!(text.len(), FILE, "{:.300}", reply);
+        // Read as text: parsing 96 MiB elements again would take the unoptimized test long.
+        if reply.contains(r#""result":{"content":[{"text":""#) {
+            // The whole text, every byte escaped to six.
+            assert!(reply.len() > 6 * FILE, "a short result: {reply:.300}");
             whole += 1;
         } else {
-            assert_eq!(value.pointer("/error/code"), Some(&json!(-32603)), "{:.300}", reply);
-            let message = value.pointer("/error/message").and_then(Value::as_str).unwrap();
-            assert!(message.contains("offset") && message.contains("limit"), "{message}");
+            assert!(reply.contains(r#""error":{"code":-32603,"#), "{reply:.300}");
+            assert!(reply.contains("offset") && reply.contains("limit"), "{reply:.300}");
             refused += 1;
         }
     }
@@ -363,7 +375,7 @@ fn all_threads_asleep(pid: u32) -> bool {
     })
 }
 
-/// A client that pipelines 40 reads of a 4 MiB file and reads no reply: the server stops
+/// A client that pipelines 24 reads of a 4 MiB file and reads no reply: the server stops
 /// reading its requests once a bound of replies waits (its stdin pipe fills and stays full),
 /// its memory stays within that bound, and once the client reads, every reply arrives exactly
 /// once and the requests sent meanwhile are answered too.
@@ -373,7 +385,7 @@ fn r13_a_client_that_stops_reading_gets_backpressure_not_a_growing_queue() {
     use std::io::{BufRead, BufReader};
     use std::os::fd::AsFd;
     const FILE: usize = 4 << 20;
-    const READS: usize = 40;
+    const READS: usize = 24;
     let env = TestEnv::new(&[], &[]);
     let text = format!("{}\n", "x".repeat(99)).repeat(FILE / 100);
     env.write("root/big.txt", &text);
@@ -453,7 +465,7 @@ fn r13_a_client_that_stops_reading_gets_backpressure_not_a_growing_queue() {
     while !pending.is_empty() {
         let n = write_some(&mut stdin, &pending);
         pending.drain(..n);
-        // The server reads on as its replies drain: 35 reads of 4 MiB to go, slow unoptimized.
+        // The server reads on as its replies drain: 20 reads of 4 MiB to go, slow unoptimized.
         if n == 0 {
             assert!(gets_room(&stdin, std::time::Duration::from_secs(120)), "stdin never drained");
         }

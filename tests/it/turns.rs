@@ -8,9 +8,9 @@ use serde_json::{json, Value};
 
 use crate::harness::{Server, TestEnv};
 
-/// Bytes of `a` in the file a slow edit rewrites: one regex replacement per byte, a few
-/// seconds unoptimized.
-const SLOW_BYTES: usize = 4 << 20;
+/// Bytes of `a` in the file a slow edit rewrites: one regex replacement per byte, a second or
+/// two unoptimized, against milliseconds for a small write_file.
+const SLOW_BYTES: usize = 2 << 20;
 
 /// Every `a` becomes `bb`: a replacement per byte of a `SLOW_BYTES` file.
 fn slow_edit(path: &str, dry_run: bool) -> Value {
@@ -163,6 +163,7 @@ fn r13_a_cancelled_writer_gives_up_its_turn_at_once() {
     let deadline = Instant::now() + Duration::from_secs(10);
     while !busy(server.pid()) {
         assert!(Instant::now() < deadline, "the edit never started");
+        // Polling, not synchronizing: nothing signals that a call has started.
         std::thread::sleep(Duration::from_millis(5));
     }
     send_call(
