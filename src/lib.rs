@@ -3,7 +3,7 @@
 //!
 //! Public are the modules `main` starts the server or a subcommand with (`cli`, `sandbox`,
 //! `policy`, `protocol`, `tools`, `oneshot`, `client_config`, `selection`, `interrupt`) and the
-//! ones the fuzz targets drive (`protocol::jsonrpc`, `schema`, `policy`,
+//! ones the fuzz targets drive (`protocol::jsonrpc`, `protocol::reply`, `schema`, `policy`,
 //! `tools::edit::matching`, `js_regex`). The rest stays private to the crate.
 
 mod base64;
@@ -15,6 +15,7 @@ pub mod js_regex;
 pub mod oneshot;
 pub mod policy;
 pub mod protocol;
+mod reply_size;
 pub mod sandbox;
 pub mod schema;
 pub mod selection;

@@ -73,7 +73,7 @@ fn serve(config: Config) -> ExitCode {
     // confine the server to nothing for good.
     let defer = config.roots.is_empty() && config.sandbox.enabled;
     let confined = confine(&config, defer);
-    let deferred_sandbox = defer.then(|| protocol::session::DeferredSandbox {
+    let deferred_sandbox = defer.then(|| protocol::scope::DeferredSandbox {
         config: config.sandbox.clone(),
         home: config.home.clone(),
         command_tmp_parent: confined.tmp_parent.clone(),

@@ -11,8 +11,9 @@ use serde_json::{json, Value};
 
 use crate::policy::Policy;
 use crate::protocol::dispatch::{self, ToolReply};
-use crate::protocol::revision::{self, LATEST_LEGACY};
-use crate::protocol::session;
+use crate::protocol::jsonrpc::{self, RpcError};
+use crate::protocol::revision::LATEST_LEGACY;
+use crate::reply_size::MAX_REPLY_BYTES;
 use crate::schema;
 use crate::tools::{Cancel, Progress, Settings};
 
@@ -60,45 +61,47 @@ pub fn call(policy: &Policy, settings: &Settings, cancel: &Cancel, request: Requ
     let Request { tool, args, json } = request;
     let params = json!({"name": tool, "arguments": args});
     let outcome = dispatch::call_tool(policy, settings, cancel, &Progress::default(), params);
-    let result = match outcome {
-        Ok(reply) => result_object(reply),
+    let reply = match outcome {
+        Ok(reply) => reply,
         Err(error) => {
-            let stdout = if json {
-                json_line(&session::error_result(&error, LATEST_LEGACY))
-            } else {
-                String::new()
-            };
+            let stdout =
+                if json { json_line(dispatch::error_result(&error)) } else { String::new() };
             let stderr = format!("replay: error {}: {}\n", error.code, error.message);
             return Answer { stdout, stderr, status: 1 };
         }
     };
-    let failed = result["isError"] == true;
-    let status = u8::from(failed);
-    match (json, failed) {
-        (true, _) => Answer { stdout: json_line(&result), stderr: String::new(), status },
-        (false, false) => Answer { stdout: text_of(&result), stderr: String::new(), status },
-        (false, true) => Answer { stdout: String::new(), stderr: text_of(&result), status },
+    let status = u8::from(reply.is_error);
+    match (json, reply.is_error) {
+        (true, _) => Answer { stdout: json_line(reply), stderr: String::new(), status },
+        (false, false) => Answer { stdout: text_of(&reply.content), stderr: String::new(), status },
+        (false, true) => Answer { stdout: String::new(), stderr: text_of(&reply.content), status },
     }
 }
 
-/// The result as a 2025-11-25 client would get it, structured content included.
-fn result_object(reply: ToolReply) -> Value {
-    let ToolReply { mut result, structured_json } = reply;
-    if let Some(structured) = structured_json.and_then(|raw| serde_json::from_str(&raw).ok()) {
-        result["structuredContent"] = structured;
+/// The result object as a 2025-11-25 client would get it, structured content included, on
+/// one line. Written by the server's own writer, so it is never larger than a reply may be.
+fn json_line(reply: ToolReply) -> String {
+    let mut line = Vec::new();
+    match dispatch::write_result(reply, LATEST_LEGACY, &mut line, MAX_REPLY_BYTES) {
+        Ok(()) => {
+            line.push(b'\n');
+            String::from_utf8(line).unwrap_or_default()
+        }
+        Err(len) => {
+            let error = RpcError::new(
+                jsonrpc::INTERNAL_ERROR,
+                format!("the result would be {len} bytes of JSON, over the limit of {MAX_REPLY_BYTES}; ask for less"),
+            );
+            json_line(dispatch::error_result(&error))
+        }
     }
-    revision::tool_result(result, LATEST_LEGACY)
-}
-
-fn json_line(value: &Value) -> String {
-    format!("{value}\n")
 }
 
 /// Each content item on its own, ending in a newline: text as it is, binary as a note (the data
 /// is base64 in `--json`'s output).
-fn text_of(result: &Value) -> String {
+fn text_of(content: &[Value]) -> String {
     let mut out = String::new();
-    for item in result["content"].as_array().into_iter().flatten() {
+    for item in content {
         match item["type"].as_str() {
             Some("text") => out.push_str(item["text"].as_str().unwrap_or_default()),
             Some(kind) => {

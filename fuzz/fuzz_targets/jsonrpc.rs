@@ -1,10 +1,13 @@
-//! Fuzz target: one stdin line as the session reads it. Bytes → JSON → `classify` (each
-//! element of a batch too) → for `tools/call`, the modern envelope, the tool's schema
-//! validation, and the whole dispatch (`call_tool`) under a policy with no allowed directories,
-//! so no tool can touch the filesystem or start a command.
+//! Fuzz target: one stdin line as the session reads it. Bytes → `jsonrpc::parse` (one message
+//! or a batch) → `classify` (each element of a batch too) → for `tools/call`, the modern
+//! envelope, the tool's schema validation, and the whole dispatch (`call_tool`) under a policy
+//! with no allowed directories, so no tool can touch the filesystem or start a command → the
+//! reply line, written as the session writes it.
 //!
-//! Must never panic. Checked besides: arguments the schema accepts are never rejected by the
-//! tool's own deserialization (dispatch's "a schema looser than its struct").
+//! Must never panic. Checked besides: every reply is one line of JSON; a request's reply
+//! carries its id exactly as the element spelled it (the raw-id path), and so do a
+//! cancellation's `requestId` and a progress token; arguments the schema accepts are never
+//! rejected by the tool's own deserialization (dispatch's "a schema looser than its struct").
 
 #![no_main]
 
@@ -13,10 +16,12 @@ use std::sync::OnceLock;
 use libfuzzer_sys::fuzz_target;
 use replay::policy::Policy;
 use replay::protocol::dispatch::call_tool;
-use replay::protocol::jsonrpc::{self, Message};
-use replay::protocol::{revision, transport};
+use replay::protocol::jsonrpc::{self, Element, Id, Incoming, Message};
+use replay::protocol::reply::{self, Budget};
+use replay::protocol::revision::{self, LATEST_LEGACY};
 use replay::schema;
 use replay::tools::{self, Cancel, Progress, Settings};
+use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
 fuzz_target!(|data: &[u8]| {
@@ -24,37 +29,70 @@ fuzz_target!(|data: &[u8]| {
     if data.iter().all(u8::is_ascii_whitespace) {
         return;
     }
-    let Ok(value) = serde_json::from_slice::<Value>(data) else { return };
-    match value {
-        Value::Array(batch) => batch.into_iter().for_each(message),
-        other => message(other),
+    match jsonrpc::parse(data) {
+        Err(error) => one_line(&jsonrpc::failure_line(&Id::null(), &error)),
+        Ok(Incoming::One(element)) => {
+            if let Some(line) = message(element) {
+                one_line(&line);
+            }
+        }
+        Ok(Incoming::Batch(elements)) => {
+            let lines: Vec<String> = elements.into_iter().filter_map(message).collect();
+            if !lines.is_empty() {
+                one_line(&reply::batch_pieces(lines).concat());
+            }
+        }
     }
 });
 
-fn message(value: Value) {
-    match jsonrpc::classify(value) {
+/// The reply line for one element, if it gets one.
+fn message(mut element: Element) -> Option<String> {
+    let text = element.text;
+    match element.classify() {
         Ok(Message::Request { id, method, params }) => {
-            let answer = match revision::envelope(&params) {
-                Err(error) => jsonrpc::failure(id, &error),
-                Ok(_) if method == "tools/call" => tools_call(id, params),
-                Ok(_) => jsonrpc::success(id, Value::Null),
+            // The id is the element's own text for it, as sent.
+            assert!(text.contains(id.as_json()), "id {id} is not in {text:?}");
+            if let Some(token) = element.progress_token(&params) {
+                one_line(&format!("{{\"progressToken\":{token}}}"));
+            }
+            let line = match revision::envelope(&params) {
+                Err(error) => jsonrpc::failure_line(&id, &error),
+                Ok(_) if method == "tools/call" => tools_call(&id, params),
+                Ok(_) => jsonrpc::success_line(&id, &Value::Null),
             };
-            // The reply must serialize to exactly one line.
-            let line = transport::line_of(&answer);
-            assert_eq!(line.matches('\n').count(), 1, "reply is not one line: {line:?}");
+            assert!(
+                line.starts_with(&format!("{{\"jsonrpc\":\"2.0\",\"id\":{},", id.as_json())),
+                "reply does not carry the id as sent: {line:?}"
+            );
+            Some(line)
         }
-        Ok(Message::Notification { params, .. }) => {
+        Ok(Message::Notification { method, params }) => {
             let _ = revision::envelope(&params);
+            if method == "notifications/cancelled" {
+                if let Some(id) = element.cancelled_request() {
+                    assert!(text.contains(id.as_json()), "requestId {id} is not in {text:?}");
+                    let _ = id.key();
+                }
+            }
+            None
         }
-        Ok(Message::Response { .. }) => {}
-        Err((id, error)) => {
-            assert!(matches!(id, Value::Null | Value::Number(_) | Value::String(_)));
-            let _ = transport::line_of(&jsonrpc::failure(id, &error));
+        Ok(Message::Response { id, .. }) => {
+            let _ = id.as_string();
+            None
         }
+        Err((id, error)) => Some(jsonrpc::failure_line(&id, &error)),
     }
 }
 
-fn tools_call(id: Value, params: Value) -> Value {
+/// `line` is one line of JSON (the session adds the newline).
+fn one_line(line: &str) {
+    assert!(!line.contains('\n'), "reply is not one line: {line:?}");
+    // Syntax only: an id such as 1E400 is valid JSON that no f64 holds.
+    serde_json::from_str::<&RawValue>(line)
+        .unwrap_or_else(|e| panic!("reply is not JSON ({e}): {line:?}"));
+}
+
+fn tools_call(id: &Id, params: Value) -> String {
     // The envelope as `dispatch` reads it, to validate on our own before dispatching.
     let accepted = match &params {
         Value::Object(fields) => match (fields.get("name"), fields.get("arguments")) {
@@ -73,7 +111,7 @@ fn tools_call(id: Value, params: Value) -> Value {
     let (policy, settings) = nothing_allowed();
     let reply = call_tool(policy, settings, &Cancel::default(), &Progress::default(), params);
     match reply {
-        Ok(reply) => jsonrpc::success(id, reply.result),
+        Ok(reply) => reply::tool_line(id, reply, LATEST_LEGACY, &Budget::default()),
         Err(error) => {
             if accepted {
                 assert!(
@@ -82,7 +120,7 @@ fn tools_call(id: Value, params: Value) -> Value {
                     error.message
                 );
             }
-            jsonrpc::failure(id, &error)
+            jsonrpc::failure_line(id, &error)
         }
     }
 }

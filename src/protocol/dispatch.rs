@@ -1,5 +1,6 @@
 //! `tools/call`: read the envelope, validate the arguments against the schema, run the tool
-//! (a panic becomes -32603), and render its output as MCP content.
+//! (a panic becomes -32603), render its output as MCP content, and write the result object:
+//! the one writer of tool results, for the session's reply lines and `replay call --json`.
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -8,14 +9,18 @@ use serde_json::{json, Map, Value};
 use crate::error::ToolError;
 use crate::policy::Policy;
 use crate::protocol::jsonrpc::RpcError;
+use crate::protocol::revision::{self, Revision};
+use crate::reply_size::json_len;
 use crate::schema;
-use crate::tools::{self, Cancel, Content, Ctx, Output, Progress, Settings};
+use crate::tools::{self, Cancel, Content, Ctx, Output, Progress, Settings, Structured};
 
-/// A `tools/call` result, and its structured content when the tool had it serialized already:
-/// it goes into the reply's line as it is (`protocol::session`).
+/// A `tools/call` result: its content rendered as MCP content items, and its structured data
+/// in the form the tool made it. Written by `write_result`, never parsed back.
+#[derive(Debug)]
 pub struct ToolReply {
-    pub result: Value,
-    pub structured_json: Option<String>,
+    pub content: Vec<Value>,
+    pub is_error: bool,
+    pub structured: Option<Structured>,
 }
 
 /// Runs one `tools/call` to completion on the calling (blocking) thread.
@@ -96,17 +101,23 @@ pub fn rpc_error(error: &ToolError) -> RpcError {
     RpcError::new(error.code(), error.to_string())
 }
 
+/// `--tool-errors result` (and `replay call --json`): the failure as a result the model can
+/// read. Its structured content goes out only where the revision has structured output.
+pub fn error_result(error: &RpcError) -> ToolReply {
+    ToolReply {
+        content: vec![
+            json!({"type": "text", "text": format!("error {}: {}", error.code, error.message)}),
+        ],
+        is_error: true,
+        structured: Some(Structured::Value(
+            json!({"error": {"code": error.code, "message": error.message}}),
+        )),
+    }
+}
+
 fn render(output: Output) -> ToolReply {
-    let structured_json = output.structured_json;
-    let content: Vec<Value> = output.content.into_iter().map(render_content).collect();
-    let mut result = json!({ "content": content });
-    if output.is_error {
-        result["isError"] = Value::Bool(true);
-    }
-    if let Some(structured) = output.structured {
-        result["structuredContent"] = structured;
-    }
-    ToolReply { result, structured_json }
+    let content = output.content.into_iter().map(render_content).collect();
+    ToolReply { content, is_error: output.is_error, structured: output.structured }
 }
 
 fn render_content(content: Content) -> Value {
@@ -123,4 +134,70 @@ fn render_content(content: Content) -> Value {
             "resource": {"uri": uri, "mimeType": mime_type, "blob": data},
         }),
     }
+}
+
+/// Appends the result object to `out` as `revision` knows results: content items it knows,
+/// `structuredContent` from 2025-06-18 (the tool's serialized JSON spliced in as it is), the
+/// modern era's marks. Its exact length is measured first: `Err(len)`, with `out` untouched,
+/// when `out` would grow past `limit` bytes, so an oversized reply is never built.
+pub fn write_result(
+    reply: ToolReply,
+    revision: Revision,
+    out: &mut Vec<u8>,
+    limit: usize,
+) -> Result<(), usize> {
+    let content: Vec<Value> =
+        reply.content.into_iter().map(|item| revision::tool_content(item, revision)).collect();
+    let structured = reply.structured.filter(|_| revision.has_structured_output());
+    let modern = revision.is_modern().then(|| revision::modern_result(json!({})).to_string());
+    let len = result_len(&content, reply.is_error, structured.as_ref(), modern.as_deref());
+    if out.len() + len > limit {
+        return Err(out.len() + len);
+    }
+    // And room for what closes the line after it (the envelope's brace, the newline).
+    out.reserve(len + 2);
+    out.extend_from_slice(b"{\"content\":");
+    let _ = serde_json::to_writer(&mut *out, &content);
+    if reply.is_error {
+        out.extend_from_slice(b",\"isError\":true");
+    }
+    match &structured {
+        Some(Structured::Value(value)) => {
+            out.extend_from_slice(b",\"structuredContent\":");
+            let _ = serde_json::to_writer(&mut *out, value);
+        }
+        Some(Structured::Json(json)) => {
+            out.extend_from_slice(b",\"structuredContent\":");
+            out.extend_from_slice(json.as_bytes());
+        }
+        None => {}
+    }
+    if let Some(modern) = &modern {
+        // `{"_meta":…,"resultType":…}`, its members after ours.
+        out.push(b',');
+        out.extend_from_slice(&modern.as_bytes()[1..modern.len() - 1]);
+    }
+    out.push(b'}');
+    Ok(())
+}
+
+/// The length `write_result` writes.
+fn result_len(
+    content: &[Value],
+    is_error: bool,
+    structured: Option<&Structured>,
+    modern: Option<&str>,
+) -> usize {
+    let items: usize =
+        content.iter().map(json_len).sum::<usize>() + content.len().saturating_sub(1);
+    let mut len = r#"{"content":[]}"#.len() + items;
+    if is_error {
+        len += r#","isError":true"#.len();
+    }
+    len += match structured {
+        Some(Structured::Value(value)) => r#","structuredContent":"#.len() + json_len(value),
+        Some(Structured::Json(json)) => r#","structuredContent":"#.len() + json.len(),
+        None => 0,
+    };
+    len + modern.map_or(0, |m| m.len() - 1)
 }

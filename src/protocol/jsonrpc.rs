@@ -1,11 +1,22 @@
-//! JSON-RPC 2.0 messages: classifying what arrives, building what goes out, the protocol codes.
+//! JSON-RPC 2.0 messages: reading a line (one message or a batch), classifying what arrives,
+//! writing reply lines, the protocol codes.
+//!
+//! An id is kept as the JSON text the client sent (`Id`, a `RawValue`) from the moment its line
+//! is read until it is written back, so `123456789012345678901234567890` or `1.0` come back
+//! as sent, not as an `f64`'s rendering. Replies are written as lines once and never parsed
+//! back.
 
-use serde_json::{json, Map, Value};
+use std::fmt;
+
+use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde_json::value::RawValue;
+use serde_json::Value;
 
 pub const PARSE_ERROR: i32 = -32700;
 pub const INVALID_REQUEST: i32 = -32600;
 pub const METHOD_NOT_FOUND: i32 = -32601;
 pub const INVALID_PARAMS: i32 = -32602;
+pub const INTERNAL_ERROR: i32 = -32603;
 
 /// An error object for a response.
 #[derive(Debug, Clone, PartialEq)]
@@ -25,108 +36,333 @@ impl RpcError {
     }
 }
 
+/// A request id as the client wrote it: a JSON string, number or null, kept as its text.
+#[derive(Debug)]
+pub struct Id(Box<RawValue>);
+
+impl Id {
+    /// The id of a reply to a message whose id could not be read.
+    pub fn null() -> Id {
+        Id(RawValue::from_string("null".to_owned()).expect("null is JSON"))
+    }
+
+    /// The JSON text, as sent.
+    pub fn as_json(&self) -> &str {
+        self.0.get()
+    }
+
+    /// What identifies the request: a string by its characters (`"\u0061"` is `"a"`), a
+    /// number or null by its text.
+    pub fn key(&self) -> String {
+        match self.as_string() {
+            Some(text) => serde_json::to_string(&text).unwrap_or_else(|_| self.0.get().to_owned()),
+            None => self.0.get().to_owned(),
+        }
+    }
+
+    /// The id's characters, when it is a string.
+    pub fn as_string(&self) -> Option<String> {
+        serde_json::from_str(self.0.get()).ok()
+    }
+
+    /// A string, a number or null: what JSON-RPC allows.
+    fn is_valid(&self) -> bool {
+        matches!(self.0.get().as_bytes().first(), Some(b'"' | b'-' | b'0'..=b'9' | b'n'))
+    }
+}
+
+impl fmt::Display for Id {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.0.get())
+    }
+}
+
 /// One message from the client.
 #[derive(Debug)]
 pub enum Message {
     /// Has an `id` (possibly `null`, which is answered with `"id": null`): needs a response.
-    Request { id: Value, method: String, params: Value },
+    Request { id: Id, method: String, params: Value },
     /// No `id`: never answered.
     Notification { method: String, params: Value },
     /// A response to a request the server sent (e.g. `roots/list`).
-    Response { id: Value, outcome: Result<Value, Value> },
+    Response { id: Id, outcome: Result<Value, Value> },
 }
 
-/// Classifies one JSON value. A malformed envelope comes back as the id to answer with (when
-/// one could be read) and a -32600 error.
-pub fn classify(value: Value) -> Result<Message, (Value, RpcError)> {
-    let Value::Object(mut object) = value else {
-        return Err((Value::Null, invalid("a message must be a JSON object")));
-    };
-    let id = object.remove("id");
-    let answer_id = match &id {
-        Some(v @ (Value::Number(_) | Value::String(_) | Value::Null)) => v.clone(),
-        _ => Value::Null,
-    };
-    if object.get("jsonrpc") != Some(&Value::String("2.0".into())) {
-        return Err((answer_id, invalid("\"jsonrpc\" must be \"2.0\"")));
+/// A line as read: one message, or a batch of them, each with its own text (for what must be
+/// read raw from it, such as the id a cancellation names).
+pub enum Incoming<'a> {
+    One(Element<'a>),
+    Batch(Vec<Element<'a>>),
+}
+
+/// One message of a line: its members as read, not yet classified.
+pub struct Element<'a> {
+    pub text: &'a str,
+    envelope: Envelope,
+}
+
+/// The members JSON-RPC looks at; any other is read (for its nesting) and dropped. A member
+/// given twice counts once, the last time, as in a JSON object.
+#[derive(Default)]
+struct Envelope {
+    object: bool,
+    jsonrpc: Option<Value>,
+    id: Option<Id>,
+    method: Option<Value>,
+    params: Option<Value>,
+    result: Option<Value>,
+    error: Option<Value>,
+}
+
+/// Reads one line: a message or a batch. A line that is not JSON (nested past serde_json's
+/// 128 levels, numbers out of range, strings that are not Unicode) is a -32700.
+pub fn parse(line: &[u8]) -> Result<Incoming<'_>, RpcError> {
+    let parse_error =
+        |e: serde_json::Error| RpcError::new(PARSE_ERROR, format!("parse error: {e}"));
+    let text = std::str::from_utf8(line)
+        .map_err(|e| RpcError::new(PARSE_ERROR, format!("parse error: not UTF-8 ({e})")))?;
+    if text.trim_start().starts_with('[') {
+        // Read whole first, which refuses what is nested too deep, then again as each
+        // element's text: what is read raw from an element (the id a cancellation names) is
+        // sliced from that. Batches are rare enough for the second pass.
+        let envelopes: Vec<Envelope> = serde_json::from_str(text).map_err(parse_error)?;
+        let texts: Vec<&RawValue> = serde_json::from_str(text).map_err(parse_error)?;
+        let elements = envelopes
+            .into_iter()
+            .zip(texts)
+            .map(|(envelope, raw)| Element { text: raw.get(), envelope })
+            .collect();
+        return Ok(Incoming::Batch(elements));
     }
-    if let Some(bad) =
-        id.as_ref().filter(|v| !matches!(v, Value::Number(_) | Value::String(_) | Value::Null))
-    {
-        return Err((
-            Value::Null,
-            invalid(format!("\"id\" must be a string, a number or null, not {bad}")),
-        ));
+    let envelope = serde_json::from_str(text).map_err(parse_error)?;
+    Ok(Incoming::One(Element { text, envelope }))
+}
+
+impl Element<'_> {
+    /// Classifies the message (once: its members move out). A malformed envelope comes back
+    /// as the id to answer with (when one could be read) and a -32600 error.
+    pub fn classify(&mut self) -> Result<Message, (Id, RpcError)> {
+        let envelope = std::mem::take(&mut self.envelope);
+        if !envelope.object {
+            return Err((Id::null(), invalid("a message must be a JSON object")));
+        }
+        let id_is_valid = envelope.id.as_ref().is_none_or(Id::is_valid);
+        if envelope.jsonrpc.as_ref().and_then(Value::as_str) != Some("2.0") {
+            let answer_id = envelope.id.filter(|_| id_is_valid).unwrap_or_else(Id::null);
+            return Err((answer_id, invalid("\"jsonrpc\" must be \"2.0\"")));
+        }
+        if !id_is_valid {
+            let bad = envelope.id.map(|id| id.to_string()).unwrap_or_default();
+            let detail = format!("\"id\" must be a string, a number or null, not {bad}");
+            return Err((Id::null(), invalid(detail)));
+        }
+        let params = envelope.params.unwrap_or(Value::Null);
+        if !matches!(params, Value::Object(_) | Value::Array(_) | Value::Null) {
+            let answer_id = envelope.id.unwrap_or_else(Id::null);
+            return Err((answer_id, invalid("\"params\" must be an object or an array")));
+        }
+        match (envelope.method, envelope.id) {
+            (Some(Value::String(method)), Some(id)) => Ok(Message::Request { id, method, params }),
+            (Some(Value::String(method)), None) => Ok(Message::Notification { method, params }),
+            (Some(_), id) => {
+                Err((id.unwrap_or_else(Id::null), invalid("\"method\" must be a string")))
+            }
+            (None, Some(id)) => match (envelope.result, envelope.error) {
+                (Some(result), None) => Ok(Message::Response { id, outcome: Ok(result) }),
+                (None, Some(error)) => Ok(Message::Response { id, outcome: Err(error) }),
+                _ => Err((
+                    id,
+                    invalid(
+                        "a message needs a \"method\" (or, for a response, \"result\" or \"error\")",
+                    ),
+                )),
+            },
+            (None, None) => Err((Id::null(), invalid("a message needs a \"method\""))),
+        }
     }
-    let params = object.remove("params").unwrap_or(Value::Null);
-    if !matches!(params, Value::Object(_) | Value::Array(_) | Value::Null) {
-        return Err((answer_id, invalid("\"params\" must be an object or an array")));
+
+    /// `params.requestId` as sent (`notifications/cancelled`).
+    pub fn cancelled_request(&self) -> Option<Id> {
+        #[derive(serde::Deserialize)]
+        struct Cancelled {
+            params: Params,
+        }
+        #[derive(serde::Deserialize)]
+        struct Params {
+            #[serde(rename = "requestId")]
+            request_id: Box<RawValue>,
+        }
+        let cancelled: Cancelled = serde_json::from_str(self.text).ok()?;
+        Some(Id(cancelled.params.request_id)).filter(Id::is_valid)
     }
-    match (object.remove("method"), id) {
-        (Some(Value::String(method)), Some(id)) => Ok(Message::Request { id, method, params }),
-        (Some(Value::String(method)), None) => Ok(Message::Notification { method, params }),
-        (Some(_), _) => Err((answer_id, invalid("\"method\" must be a string"))),
-        (None, Some(id)) => response(id, object).map_err(|e| (answer_id, e)),
-        (None, None) => Err((Value::Null, invalid("a message needs a \"method\""))),
+
+    /// `params._meta.progressToken` as sent, when the request asks for progress.
+    pub fn progress_token(&self, params: &Value) -> Option<Id> {
+        let token = params.pointer("/_meta/progressToken")?;
+        match token {
+            // Strings and 64-bit integers are written again as they were read.
+            Value::String(_) => serde_json::value::to_raw_value(token).ok().map(Id),
+            Value::Number(n) if !n.is_f64() => serde_json::value::to_raw_value(token).ok().map(Id),
+            // A float, or an integer past 64 bits: read again from the text, as sent.
+            Value::Number(_) => {
+                #[derive(serde::Deserialize)]
+                struct Request {
+                    params: Params,
+                }
+                #[derive(serde::Deserialize)]
+                struct Params {
+                    #[serde(rename = "_meta")]
+                    meta: Meta,
+                }
+                #[derive(serde::Deserialize)]
+                struct Meta {
+                    #[serde(rename = "progressToken")]
+                    token: Box<RawValue>,
+                }
+                let request: Request = serde_json::from_str(self.text).ok()?;
+                Some(Id(request.params.meta.token))
+            }
+            _ => None,
+        }
     }
 }
 
-fn response(id: Value, mut object: Map<String, Value>) -> Result<Message, RpcError> {
-    match (object.remove("result"), object.remove("error")) {
-        (Some(result), None) => Ok(Message::Response { id, outcome: Ok(result) }),
-        (None, Some(error)) => Ok(Message::Response { id, outcome: Err(error) }),
-        _ => Err(invalid(
-            "a message needs a \"method\" (or, for a response, \"result\" or \"error\")",
-        )),
-    }
-}
-
-fn invalid(detail: impl std::fmt::Display) -> RpcError {
+fn invalid(detail: impl fmt::Display) -> RpcError {
     RpcError::new(INVALID_REQUEST, format!("invalid request: {detail}"))
 }
 
-pub fn success(id: Value, result: Value) -> Value {
-    json!({"jsonrpc": "2.0", "id": id, "result": result})
+impl<'de> Deserialize<'de> for Envelope {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Envelope, D::Error> {
+        deserializer.deserialize_any(EnvelopeVisitor)
+    }
 }
 
-pub fn failure(id: Value, error: &RpcError) -> Value {
-    let mut body = json!({"code": error.code, "message": error.message});
-    if let Some(data) = &error.data {
-        body["data"] = data.clone();
+struct EnvelopeVisitor;
+
+impl<'de> Visitor<'de> for EnvelopeVisitor {
+    type Value = Envelope;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a JSON-RPC message")
     }
-    json!({"jsonrpc": "2.0", "id": id, "error": body})
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Envelope, A::Error> {
+        let mut envelope = Envelope { object: true, ..Envelope::default() };
+        while let Some(member) = map.next_key::<Member>()? {
+            match member {
+                Member::Jsonrpc => envelope.jsonrpc = Some(map.next_value()?),
+                Member::Id => envelope.id = Some(Id(map.next_value()?)),
+                Member::Method => envelope.method = Some(map.next_value()?),
+                Member::Params => envelope.params = Some(map.next_value()?),
+                Member::Result => envelope.result = Some(map.next_value()?),
+                Member::Error => envelope.error = Some(map.next_value()?),
+                // Read as a value, not skipped: skipping has no nesting limit, and a line
+                // nested past it is refused however it is spelled.
+                Member::Other => drop(map.next_value::<Value>()?),
+            }
+        }
+        Ok(envelope)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Envelope, A::Error> {
+        while seq.next_element::<Value>()?.is_some() {}
+        Ok(Envelope::default())
+    }
+
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Envelope, E> {
+        Ok(Envelope::default())
+    }
+
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Envelope, E> {
+        Ok(Envelope::default())
+    }
+
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Envelope, E> {
+        Ok(Envelope::default())
+    }
+
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Envelope, E> {
+        Ok(Envelope::default())
+    }
+
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<Envelope, E> {
+        Ok(Envelope::default())
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<Envelope, E> {
+        Ok(Envelope::default())
+    }
+}
+
+/// A member name of a message, read without allocating.
+enum Member {
+    Jsonrpc,
+    Id,
+    Method,
+    Params,
+    Result,
+    Error,
+    Other,
+}
+
+impl<'de> Deserialize<'de> for Member {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Member, D::Error> {
+        struct MemberVisitor;
+        impl Visitor<'_> for MemberVisitor {
+            type Value = Member;
+
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a member name")
+            }
+
+            fn visit_str<E: de::Error>(self, name: &str) -> Result<Member, E> {
+                Ok(match name {
+                    "jsonrpc" => Member::Jsonrpc,
+                    "id" => Member::Id,
+                    "method" => Member::Method,
+                    "params" => Member::Params,
+                    "result" => Member::Result,
+                    "error" => Member::Error,
+                    _ => Member::Other,
+                })
+            }
+        }
+        deserializer.deserialize_identifier(MemberVisitor)
+    }
+}
+
+/// The success reply to `id`, one line without its newline (room is left for it).
+pub fn success_line(id: &Id, result: &Value) -> String {
+    let mut line = Vec::with_capacity(crate::reply_size::json_len(result) + 64);
+    line.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
+    line.extend_from_slice(id.as_json().as_bytes());
+    line.extend_from_slice(b",\"result\":");
+    let _ = serde_json::to_writer(&mut line, result);
+    line.push(b'}');
+    into_text(line)
+}
+
+/// The error reply to `id`, one line without its newline.
+pub fn failure_line(id: &Id, error: &RpcError) -> String {
+    let mut line = Vec::with_capacity(error.message.len() + 96);
+    line.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
+    line.extend_from_slice(id.as_json().as_bytes());
+    line.extend_from_slice(b",\"error\":{\"code\":");
+    line.extend_from_slice(error.code.to_string().as_bytes());
+    line.extend_from_slice(b",\"message\":");
+    let _ = serde_json::to_writer(&mut line, &error.message);
+    if let Some(data) = &error.data {
+        line.extend_from_slice(b",\"data\":");
+        let _ = serde_json::to_writer(&mut line, data);
+    }
+    line.extend_from_slice(b"}}");
+    into_text(line)
+}
+
+/// Lines written here hold serde_json's output and ids that were read as UTF-8 text.
+pub fn into_text(line: Vec<u8>) -> String {
+    String::from_utf8(line).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[track_caller]
-    fn check(input: &str, expect: &str) {
-        let got = match classify(serde_json::from_str(input).unwrap()) {
-            Ok(Message::Request { id, method, .. }) => format!("request {id} {method}"),
-            Ok(Message::Notification { method, .. }) => format!("notification {method}"),
-            Ok(Message::Response { id, outcome }) => format!("response {id} {}", outcome.is_ok()),
-            Err((id, e)) => format!("error {id} {}", e.code),
-        };
-        assert_eq!(got, expect, "input: {input}");
-    }
-
-    #[test]
-    fn classification() {
-        check(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#, "request 1 ping");
-        check(r#"{"jsonrpc":"2.0","id":"a","method":"ping"}"#, "request \"a\" ping");
-        check(r#"{"jsonrpc":"2.0","id":null,"method":"ping"}"#, "request null ping");
-        check(r#"{"jsonrpc":"2.0","method":"initialized"}"#, "notification initialized");
-        check(r#"{"jsonrpc":"2.0","id":3,"result":{}}"#, "response 3 true");
-        check(r#"{"jsonrpc":"2.0","id":3,"error":{"code":1}}"#, "response 3 false");
-        check(r#"{"id":1,"method":"ping"}"#, "error 1 -32600");
-        check(r#"{"jsonrpc":"1.0","id":1,"method":"ping"}"#, "error 1 -32600");
-        check(r#"{"jsonrpc":"2.0","id":1,"method":5}"#, "error 1 -32600");
-        check(r#"{"jsonrpc":"2.0","id":{},"method":"ping"}"#, "error null -32600");
-        check(r#"{"jsonrpc":"2.0","id":1,"method":"x","params":3}"#, "error 1 -32600");
-        check(r#"{"jsonrpc":"2.0","id":1}"#, "error 1 -32600");
-        check(r#"[]"#, "error null -32600");
-        check(r#"7"#, "error null -32600");
-    }
-}
+mod tests;

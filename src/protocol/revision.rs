@@ -124,26 +124,18 @@ pub fn tool_definition(definition: &Value, revision: Revision) -> Value {
     Value::Object(kept)
 }
 
-/// A `tools/call` result as `revision` knows results: `structuredContent` from 2025-06-18, audio
-/// from 2025-03-26 (before that, the same bytes as an embedded resource).
-pub fn tool_result(mut result: Value, revision: Revision) -> Value {
-    if !revision.has_structured_output() {
-        if let Some(fields) = result.as_object_mut() {
-            fields.remove("structuredContent");
-        }
+/// A `tools/call` content item as `revision` knows content: audio from 2025-03-26 (before that,
+/// the same bytes as an embedded resource). `structuredContent` came in 2025-06-18
+/// (`Revision::has_structured_output`).
+pub fn tool_content(item: Value, revision: Revision) -> Value {
+    if revision.has_annotations() || item["type"] != "audio" {
+        return item;
     }
-    if !revision.has_annotations() {
-        if let Some(items) = result.get_mut("content").and_then(Value::as_array_mut) {
-            for item in items.iter_mut().filter(|i| i["type"] == "audio") {
-                let uri = format!("data:{}", item["mimeType"].as_str().unwrap_or_default());
-                *item = json!({
-                    "type": "resource",
-                    "resource": {"uri": uri, "mimeType": item["mimeType"], "blob": item["data"]},
-                });
-            }
-        }
-    }
-    result
+    let uri = format!("data:{}", item["mimeType"].as_str().unwrap_or_default());
+    json!({
+        "type": "resource",
+        "resource": {"uri": uri, "mimeType": item["mimeType"], "blob": item["data"]},
+    })
 }
 
 /// Marks a result for the modern era: every result says it is complete and who answered.
@@ -219,14 +211,14 @@ mod tests {
 
     #[test]
     fn results_lose_what_a_revision_does_not_know() {
-        let result = json!({"content": [{"type": "audio", "data": "AA==", "mimeType": "audio/wav"}],
-                            "structuredContent": {"a": 1}});
-        let old = tool_result(result.clone(), Revision::V2024_11_05);
-        assert_eq!(old["content"][0]["type"], "resource");
-        assert_eq!(old["content"][0]["resource"]["blob"], "AA==");
-        assert!(old.get("structuredContent").is_none());
-        let new = tool_result(result.clone(), Revision::V2025_06_18);
-        assert_eq!(new, result);
+        let audio = json!({"type": "audio", "data": "AA==", "mimeType": "audio/wav"});
+        let old = tool_content(audio.clone(), Revision::V2024_11_05);
+        assert_eq!(old["type"], "resource");
+        assert_eq!(old["resource"]["blob"], "AA==");
+        assert_eq!(old["resource"]["uri"], "data:audio/wav");
+        assert_eq!(tool_content(audio.clone(), Revision::V2025_03_26), audio);
+        let text = json!({"type": "text", "text": "t"});
+        assert_eq!(tool_content(text.clone(), Revision::V2024_11_05), text);
         let modern = modern_result(json!({"tools": []}));
         assert_eq!(modern["resultType"], "complete");
         assert_eq!(modern["_meta"][META_SERVER_INFO]["name"], "replay");

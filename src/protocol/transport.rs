@@ -4,15 +4,18 @@
 //!
 //! Plain blocking I/O rather than tokio's stdio: tokio's `Stdin`/`Stdout` hop to the blocking
 //! pool on every read and write, which costs more per message than the small tool calls
-//! themselves. Replies queue without bound for the writer thread, so a client that writes many
-//! requests before it reads any reply never deadlocks against a full stdout pipe.
+//! themselves. Replies queue for the writer thread, so a client that writes many requests
+//! before it reads any reply does not deadlock against a full stdout pipe, up to
+//! `QUEUE_BOUND` bytes of replies; past that the server stops reading requests until the
+//! client reads (backpressure: nothing is dropped, and memory stays bounded).
 
+use std::collections::VecDeque;
 use std::fs::File;
 use std::io::{BufRead, BufReader, Write};
 use std::mem::ManuallyDrop;
 use std::os::fd::{AsFd, FromRawFd};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{mpsc, Arc, Mutex};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
 
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
@@ -94,24 +97,70 @@ fn memchr_newline(buf: &[u8]) -> Option<usize> {
 /// has room (so the write cannot block): one thread wake-up fewer per reply, which on a VM is
 /// most of a small call's cost. Anything else is queued for the writer thread, which may block
 /// on a full pipe without stopping anyone.
+///
+/// The queue is bounded by backpressure, not by dropping: past `QUEUE_BOUND` bytes waiting,
+/// the reading thread stops reading requests (`wait_for_room`) until half of it is written.
 #[derive(Clone)]
 pub struct Outbox {
-    queue: mpsc::Sender<Option<String>>,
     shared: Arc<Shared>,
 }
 
+/// How many bytes of replies may wait for a client that does not read before the server
+/// stops reading its requests. Far more than a client reading as it goes ever leaves (2,000
+/// pipelined small reads make 2 MB of replies), and small against a machine's memory; a
+/// larger queue would make no client faster, since it can only read so fast.
+pub const QUEUE_BOUND: usize = 16 << 20;
+
 struct Shared {
     stdout: Mutex<ManuallyDrop<File>>,
+    queue: Mutex<Queue>,
+    /// The writer thread waits here for lines.
+    ready: Condvar,
+    /// `wait_for_room` waits here for the queue to drain.
+    drained: Condvar,
     /// Called once, on a thread of its own, when a write fails: the client closed its end.
     on_gone: Box<dyn Fn() + Send + Sync>,
-    gone: std::sync::atomic::AtomicBool,
-    /// Messages handed to the writer thread and not yet written; a direct write must not
-    /// overtake them.
-    queued: AtomicUsize,
+    gone: AtomicBool,
+}
+
+#[derive(Default)]
+struct Queue {
+    /// Lines handed to the writer thread, in order.
+    items: VecDeque<Item>,
+    /// The bytes of the items queued and of those being written: what the queue holds in
+    /// memory. A direct write must not overtake them.
+    bytes: usize,
+    /// Threads in `wait_for_room`.
+    waiting: usize,
+    /// `close` was called, or the client is gone: later sends are dropped.
+    closed: bool,
+}
+
+/// One hand-off: whole lines, or the pieces of one line written one after another (a batch's
+/// replies, without copying them into one string).
+enum Item {
+    Lines(String),
+    Pieces(Vec<String>),
+}
+
+impl Item {
+    fn pieces(&self) -> &[String] {
+        match self {
+            Item::Lines(lines) => std::slice::from_ref(lines),
+            Item::Pieces(pieces) => pieces,
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.pieces().iter().map(String::len).sum()
+    }
 }
 
 /// The largest write a pipe takes whole and at once when it has any room at all.
 const PIPE_BUF: usize = 4096;
+
+/// Queued lines are gathered into writes of about this size.
+const GATHER: usize = 1 << 16;
 
 impl Outbox {
     pub fn send(&self, message: &serde_json::Value) {
@@ -124,18 +173,33 @@ impl Outbox {
         if lines.is_empty() || self.try_write_now(&lines) {
             return;
         }
-        self.shared.queued.fetch_add(1, Ordering::SeqCst);
-        if self.queue.send(Some(lines)).is_err() {
-            self.shared.queued.fetch_sub(1, Ordering::SeqCst);
+        self.enqueue(Item::Lines(lines));
+    }
+
+    /// Sends one line made of `pieces`, in order; the last ends in the newline.
+    pub fn send_pieces(&self, pieces: Vec<String>) {
+        self.enqueue(Item::Pieces(pieces));
+    }
+
+    fn enqueue(&self, item: Item) {
+        let mut queue = lock(&self.shared.queue);
+        if queue.closed {
+            return;
         }
+        queue.bytes += item.len();
+        queue.items.push_back(item);
+        drop(queue);
+        self.shared.ready.notify_one();
     }
 
     fn try_write_now(&self, lines: &str) -> bool {
-        if lines.len() > PIPE_BUF || self.shared.queued.load(Ordering::SeqCst) != 0 {
+        if lines.len() > PIPE_BUF {
             return false;
         }
         let Ok(mut stdout) = self.shared.stdout.try_lock() else { return false };
-        if self.shared.queued.load(Ordering::SeqCst) != 0 || !writable_now(&stdout) {
+        // Checked under the stdout lock: the writer thread counts what it writes until it
+        // has written it, so nothing queued before this line can come after it.
+        if lock(&self.shared.queue).bytes != 0 || !writable_now(&stdout) {
             return false;
         }
         let written = stdout.write_all(lines.as_bytes()).is_ok();
@@ -146,10 +210,35 @@ impl Outbox {
         true
     }
 
+    /// Whether `wait_for_room` would wait.
+    pub fn must_wait(&self) -> bool {
+        let queue = lock(&self.shared.queue);
+        queue.bytes > QUEUE_BOUND && !queue.closed
+    }
+
+    /// Blocks while more than `QUEUE_BOUND` bytes of replies wait, until half of them are
+    /// written: the reading thread calls this before it reads the next request, and a call
+    /// about to start on the blocking pool before it runs. Returns at once when the client
+    /// is gone or the outbox closed.
+    pub fn wait_for_room(&self) {
+        let mut queue = lock(&self.shared.queue);
+        if queue.bytes <= QUEUE_BOUND || queue.closed {
+            return;
+        }
+        tracing::debug!(bytes = queue.bytes, "replies wait unread; pausing until they drain");
+        queue.waiting += 1;
+        while queue.bytes > QUEUE_BOUND / 2 && !queue.closed {
+            queue = self.shared.drained.wait(queue).unwrap_or_else(|e| e.into_inner());
+        }
+        queue.waiting -= 1;
+    }
+
     /// Tells the writer to write what is queued and stop; later sends are dropped. (Waiting for
     /// every clone to be dropped could wait forever on a tool call that never returns.)
     pub fn close(&self) {
-        let _ = self.queue.send(None);
+        lock(&self.shared.queue).closed = true;
+        self.shared.ready.notify_one();
+        self.shared.drained.notify_all();
     }
 }
 
@@ -157,27 +246,13 @@ impl Outbox {
 /// is always exactly one line. (`to_writer` on bytes: `Value::to_string` goes through
 /// `fmt::Write`, measurably slower on a 5 MiB file's text.)
 pub fn line_of(message: &serde_json::Value) -> String {
-    // Sized up front: growing a multi-megabyte line by doubling copies it twice over.
-    let mut bytes = Vec::with_capacity(estimated_len(message) + 64);
+    let mut bytes = Vec::with_capacity(crate::reply_size::json_len(message) + 1);
     if serde_json::to_writer(&mut bytes, message).is_err() {
         return String::new();
     }
     bytes.push(b'\n');
     // serde_json writes UTF-8 only.
     String::from_utf8(bytes).unwrap_or_default()
-}
-
-/// A little more than `value`'s serialized length, unless its strings need much escaping.
-fn estimated_len(value: &serde_json::Value) -> usize {
-    use serde_json::Value;
-    match value {
-        Value::Null | Value::Bool(_) | Value::Number(_) => 24,
-        Value::String(s) => s.len() + s.len() / 32 + 2,
-        Value::Array(items) => items.iter().map(estimated_len).sum::<usize>() + items.len() + 2,
-        Value::Object(map) => {
-            map.iter().map(|(k, v)| k.len() + 4 + estimated_len(v)).sum::<usize>() + 2
-        }
-    }
 }
 
 /// Whether stdout takes a write now without blocking.
@@ -188,8 +263,16 @@ fn writable_now(stdout: &File) -> bool {
 }
 
 impl Shared {
-    /// A write failed: the client closed its end, and nothing more can be delivered.
+    /// A write failed: the client closed its end, and nothing more can be delivered. The queue
+    /// is dropped, and anyone waiting for it to drain goes on.
     fn client_gone(self: &Arc<Self>) {
+        {
+            let mut queue = lock(&self.queue);
+            queue.closed = true;
+            queue.items.clear();
+            queue.bytes = 0;
+        }
+        self.drained.notify_all();
         if self.gone.swap(true, Ordering::SeqCst) {
             return;
         }
@@ -204,24 +287,26 @@ impl Shared {
     }
 }
 
-/// Starts the writer thread; it ends at `Outbox::close` or when every `Outbox` is dropped.
-/// `on_gone` runs once when stdout fails (the client closed it): a client that closes stdout
-/// but not stdin must not leave the server running on, its replies going nowhere.
+/// Starts the writer thread; it ends at `Outbox::close` (having written what was queued) or
+/// when stdout fails. `on_gone` runs once when stdout fails (the client closed it): a client
+/// that closes stdout but not stdin must not leave the server running on, its replies going
+/// nowhere.
 pub fn spawn_writer(on_gone: impl Fn() + Send + Sync + 'static) -> (Outbox, JoinHandle<()>) {
     widen_pipe(1);
-    let (queue, rx) = mpsc::channel::<Option<String>>();
     let shared = Arc::new(Shared {
         stdout: Mutex::new(stdout()),
+        queue: Mutex::new(Queue::default()),
+        ready: Condvar::new(),
+        drained: Condvar::new(),
         on_gone: Box::new(on_gone),
-        gone: std::sync::atomic::AtomicBool::new(false),
-        queued: AtomicUsize::new(0),
+        gone: AtomicBool::new(false),
     });
     let writer_shared = Arc::clone(&shared);
     let handle = std::thread::Builder::new()
         .name("stdout".into())
-        .spawn(move || write_queued(&rx, &writer_shared))
+        .spawn(move || write_queued(&writer_shared))
         .expect("spawning the stdout thread");
-    (Outbox { queue, shared }, handle)
+    (Outbox { shared }, handle)
 }
 
 /// Asks for a 1 MiB pipe buffer when `fd` is a pipe (the most an unprivileged process gets by
@@ -253,37 +338,63 @@ fn stdout() -> ManuallyDrop<File> {
     ManuallyDrop::new(unsafe { File::from_raw_fd(1) })
 }
 
-/// Writes queued lines, gathering what is queued into one write.
-fn write_queued(rx: &mpsc::Receiver<Option<String>>, shared: &Arc<Shared>) {
-    while let Ok(Some(mut batch)) = rx.recv() {
-        let mut count = 1;
-        let mut closing = false;
-        while batch.len() < 1 << 16 {
-            match rx.try_recv() {
-                Ok(Some(next)) => {
-                    batch.push_str(&next);
-                    count += 1;
-                }
-                Ok(None) => {
-                    closing = true;
+/// Writes queued lines, gathering what is queued into writes of about `GATHER` bytes.
+fn write_queued(shared: &Arc<Shared>) {
+    loop {
+        let items = {
+            let mut queue = lock(&shared.queue);
+            while queue.items.is_empty() && !queue.closed {
+                queue = shared.ready.wait(queue).unwrap_or_else(|e| e.into_inner());
+            }
+            if queue.items.is_empty() {
+                return;
+            }
+            let mut items = Vec::new();
+            let mut len = 0;
+            while let Some(item) = queue.items.pop_front() {
+                len += item.len();
+                items.push(item);
+                if len >= GATHER {
                     break;
                 }
-                Err(_) => break,
             }
-        }
-        let written = shared
-            .stdout
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .write_all(batch.as_bytes())
-            .is_ok();
-        shared.queued.fetch_sub(count, Ordering::SeqCst);
-        if !written {
+            items
+        };
+        let len: usize = items.iter().map(Item::len).sum();
+        let written = {
+            let mut stdout = lock(&shared.stdout);
+            write_items(&mut **stdout, &items)
+        };
+        // Freed before it is counted out: the count is what the queue holds in memory.
+        drop(items);
+        if written.is_err() {
             shared.client_gone();
             return;
         }
-        if closing {
-            return;
+        let mut queue = lock(&shared.queue);
+        queue.bytes -= len;
+        if queue.waiting > 0 && queue.bytes <= QUEUE_BOUND / 2 {
+            shared.drained.notify_all();
         }
     }
+}
+
+/// Writes the pieces of `items` in order: small ones gathered into one write, large ones as
+/// they are (copying a 96 MiB reply to gather it would cost more than the write).
+fn write_items(out: &mut impl Write, items: &[Item]) -> std::io::Result<()> {
+    let mut gathered = String::new();
+    for piece in items.iter().flat_map(Item::pieces) {
+        if piece.len() >= GATHER {
+            out.write_all(gathered.as_bytes())?;
+            gathered.clear();
+            out.write_all(piece.as_bytes())?;
+        } else {
+            gathered.push_str(piece);
+        }
+    }
+    out.write_all(gathered.as_bytes())
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
 }

@@ -15,7 +15,7 @@ use crate::policy::confined::{self, Kind};
 use crate::policy::ResolvedPath;
 use crate::tools::info::iso8601_utc;
 use crate::tools::write::TEMP_PREFIX;
-use crate::tools::{Content, Ctx, Output};
+use crate::tools::{Content, Ctx, Output, Structured};
 use crate::walk::{self, Entry, EntryKind, Exclude, Tally, WalkOptions};
 
 #[derive(Deserialize)]
@@ -129,7 +129,10 @@ pub fn list_directory(ctx: &Ctx, args: ListArgs) -> Result<Output, ToolError> {
     let path = resolved.shown.display().to_string();
     if entries.is_empty() {
         let structured = json!({"path": path, "entries": []});
-        return Ok(Output { structured: Some(structured), ..Output::text("(empty directory)") });
+        return Ok(Output {
+            structured: Some(Structured::Value(structured)),
+            ..Output::text("(empty directory)")
+        });
     }
     let show_sizes = args.with_sizes || args.sort_by == SortBy::Size;
     let show_times = args.sort_by == SortBy::Modified;
@@ -176,7 +179,7 @@ pub fn list_directory(ctx: &Ctx, args: ListArgs) -> Result<Output, ToolError> {
         text.pop();
     }
     let structured = json!({"path": path, "entries": data});
-    Ok(Output { structured: Some(structured), ..Output::text(text) })
+    Ok(Output { structured: Some(Structured::Value(structured)), ..Output::text(text) })
 }
 
 /// The summary under a listing with sizes, after the official server's
@@ -474,7 +477,10 @@ fn tree_output(json: Vec<u8>, text: Option<String>) -> Output {
     let json = String::from_utf8(json)
         .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
     let structured_json = format!("{{\"tree\":{json}}}");
-    Output { structured_json: Some(structured_json), ..Output::text(text.unwrap_or(json)) }
+    Output {
+        structured: Some(Structured::Json(structured_json)),
+        ..Output::text(text.unwrap_or(json))
+    }
 }
 
 fn write_json_string(out: &mut Vec<u8>, s: &str) {

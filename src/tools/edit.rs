@@ -92,7 +92,7 @@ pub fn edit_files(ctx: &Ctx, args: EditFilesArgs) -> Result<Output, ToolError> {
         });
         ctx.progress.report(done, Some(total), || format!("processed {done} of {total} files"));
     }
-    Ok(Output { content, is_error: false, structured: None, structured_json: None })
+    Ok(Output { content, is_error: false, structured: None })
 }
 
 /// A dry run only reads, so read access suffices for it.

@@ -22,7 +22,7 @@ use serde_json::json;
 
 use crate::error::ToolError;
 use crate::policy::{Access, ResolvedPath};
-use crate::tools::{resolve_dir, Content, Ctx, Output};
+use crate::tools::{resolve_dir, Content, Ctx, Output, Structured};
 
 /// Bytes kept of each stream; the rest is read and counted, not kept.
 pub const STREAM_CAP: usize = 512 * 1024;
@@ -255,7 +255,7 @@ fn render(out: Captured, err: Captured, status: ExitStatus, timed_out: Option<u6
         content.push(Content::Text(text));
     }
     let is_error = code != 0 || timed_out.is_some();
-    Output { content, is_error, structured: Some(structured), structured_json: None }
+    Output { content, is_error, structured: Some(Structured::Value(structured)) }
 }
 
 fn truncation_note(stream: &str, captured: &Captured) -> String {

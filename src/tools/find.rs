@@ -4,7 +4,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use crate::error::ToolError;
-use crate::tools::{resolve_dir, Ctx, Output};
+use crate::tools::{resolve_dir, Ctx, Output, Structured};
 use crate::walk::{self, EntryKind, Exclude, Tally, WalkOptions};
 
 pub const NO_MATCHES: &str = "(no matches found)";
@@ -84,7 +84,10 @@ pub fn search_files(ctx: &Ctx, args: SearchFilesArgs) -> Result<Output, ToolErro
         }
     }
     let text = if hits.is_empty() { NO_MATCHES.to_string() } else { hits.join("\n") };
-    Ok(Output { structured: Some(json!({ "matches": hits })), ..Output::text(text) })
+    Ok(Output {
+        structured: Some(Structured::Value(json!({ "matches": hits }))),
+        ..Output::text(text)
+    })
 }
 
 /// The progress message of a walk.
@@ -133,5 +136,5 @@ pub fn glob_search(ctx: &Ctx, args: GlobSearchArgs) -> Result<Output, ToolError>
         ));
     }
     let structured = json!({ "files": hits, "truncated": truncated });
-    Ok(Output { structured: Some(structured), ..Output::text(text) })
+    Ok(Output { structured: Some(Structured::Value(structured)), ..Output::text(text) })
 }

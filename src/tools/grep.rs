@@ -18,7 +18,7 @@ use crate::js_regex::{FastRegex, JsRegex};
 use crate::policy::ResolvedPath;
 use crate::tools::find::NO_MATCHES;
 use crate::tools::read::MAX_READ_BYTES;
-use crate::tools::{resolve_dir, Ctx, Output};
+use crate::tools::{resolve_dir, Ctx, Output, Structured};
 use crate::walk::{self, EntryKind, Exclude, Tally, WalkOptions};
 
 /// Files with a NUL byte in their first 4 KB are binary and skipped, as the contract says.
@@ -126,7 +126,7 @@ pub fn grep_files(ctx: &Ctx, args: GrepArgs) -> Result<Output, ToolError> {
     data.field("truncated").raw(if found.truncated { "true" } else { "false" });
     data.field("skipped").raw(&skipped.to_string());
     data.field("partlySearched").raw(&gave_up.to_string());
-    Ok(Output { structured_json: Some(data.finish()), ..Output::text(text) })
+    Ok(Output { structured: Some(Structured::Json(data.finish())), ..Output::text(text) })
 }
 
 /// Splits the request into walk scopes. Relative globs hang off `directory`, or off the

@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 
 use crate::error::ToolError;
 use crate::policy::Access;
-use crate::tools::{Ctx, Output};
+use crate::tools::{Ctx, Output, Structured};
 
 #[derive(Deserialize)]
 pub struct InfoArgs {
@@ -37,7 +37,7 @@ pub fn get_file_info(ctx: &Ctx, args: InfoArgs) -> Result<Output, ToolError> {
         "modified": modified,
         "permissions": permissions,
     });
-    Ok(Output { structured: Some(structured), ..Output::text(text) })
+    Ok(Output { structured: Some(Structured::Value(structured)), ..Output::text(text) })
 }
 
 pub fn list_allowed_directories(ctx: &Ctx) -> Output {
@@ -58,7 +58,7 @@ pub fn list_allowed_directories(ctx: &Ctx) -> Output {
     if let Some(note) = note {
         structured["sandboxNote"] = json!(note);
     }
-    let structured = Some(structured);
+    let structured = Some(Structured::Value(structured));
     if roots.is_empty() {
         let text = match note {
             Some(note) => format!("(no allowed directories)\n{note}"),

@@ -148,20 +148,23 @@ pub struct Output {
     pub is_error: bool,
     /// The result as data, for tools whose schema file declares an `outputSchema`: sent as
     /// `structuredContent` to clients on 2025-06-18 or later, and must match that schema.
-    pub structured: Option<Value>,
-    /// The same as `structured`, already serialized (a JSON object), for a tool that writes its
-    /// data as JSON text anyway: spliced into the reply as it is, never parsed back.
-    pub structured_json: Option<String>,
+    pub structured: Option<Structured>,
+}
+
+/// A tool's structured data, in the one form the tool made it. The reply writer writes either
+/// into the reply line; neither is parsed back.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Structured {
+    /// Built as values.
+    Value(Value),
+    /// Already serialized (a JSON object), for a tool that writes its data as JSON text anyway:
+    /// spliced into the reply as it is.
+    Json(String),
 }
 
 impl Output {
     pub fn text(text: impl Into<String>) -> Output {
-        Output {
-            content: vec![Content::Text(text.into())],
-            is_error: false,
-            structured: None,
-            structured_json: None,
-        }
+        Output { content: vec![Content::Text(text.into())], is_error: false, structured: None }
     }
 }
 

@@ -105,7 +105,6 @@ pub fn read_file(ctx: &Ctx, args: ReadFileArgs) -> Result<Output, ToolError> {
         content: vec![content_for(&resolved.real, bytes)],
         is_error: false,
         structured: None,
-        structured_json: None,
     })
 }
 
@@ -176,7 +175,6 @@ fn read_lines(
         content: vec![Content::Text(text), Content::Text(note)],
         is_error: false,
         structured: None,
-        structured_json: None,
     })
 }
 
@@ -193,7 +191,7 @@ pub fn read_multiple_files(ctx: &Ctx, args: ReadMultipleFilesArgs) -> Result<Out
             Content::Text(format!("{path}:\n{body}"))
         })
         .collect();
-    Ok(Output { content, is_error: false, structured: None, structured_json: None })
+    Ok(Output { content, is_error: false, structured: None })
 }
 
 fn read_one_of_many(ctx: &Ctx, path: &str) -> Result<String, ToolError> {

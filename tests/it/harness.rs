@@ -422,6 +422,11 @@ impl Server {
         line.trim().trim_end_matches("kB").trim().parse().expect("VmHWM is a number of kB")
     }
 
+    /// The server's process id (for `/proc/<pid>/status`).
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().expect("the child runs").id()
+    }
+
     /// What the server wrote to stderr so far.
     pub fn stderr(&self) -> String {
         String::from_utf8_lossy(&self.stderr.lock().expect("stderr lock")).into_owned()
@@ -470,6 +475,18 @@ impl Server {
             Err(RecvTimeoutError::Disconnected) => {
                 panic!("replay closed stdout (exited?); stderr:\n{}", self.stderr())
             }
+        }
+    }
+
+    /// The next stdout line as it is, unchecked: for replies nested deeper than serde_json
+    /// parses (128 levels).
+    pub fn next_raw_line(&mut self) -> String {
+        match self.lines.recv_timeout(REPLY_TIMEOUT) {
+            Ok(line) => line,
+            Err(e) => panic!(
+                "no line from replay within {REPLY_TIMEOUT:?} ({e}); stderr:\n{}",
+                self.stderr()
+            ),
         }
     }
 

@@ -1,0 +1,495 @@
+//! Replies as written: ids echoed byte for byte, batch replies whole however deep, the cap on
+//! one reply, and backpressure on a client that stops reading.
+
+use std::collections::BTreeMap;
+
+use serde_json::{json, Value};
+
+use crate::harness::{Server, TestEnv};
+
+/// Ids a parse into `f64` or `i64` would change: past f64's precision, past i64, `-0`, a
+/// float spelling of an integer, below f64's range, a string with escapes, and null. (Past
+/// f64's range, `1E400`, is echoed too, but the harness's own parser refuses the reply.)
+const ODD_IDS: [&str; 8] = [
+    "1.2345678901234567890123e+29",
+    "123456789012345678901234567890",
+    "-0",
+    "1.0",
+    "-1e-400",
+    r#""str""#,
+    r#""a\u0062\n""#,
+    "null",
+];
+
+/// Whether `line` carries `"id":<raw>` as a member (followed by `,` or `}`).
+fn has_id(line: &str, raw: &str) -> bool {
+    [",", "}"].iter().any(|end| line.contains(&format!("\"id\":{raw}{end}")))
+}
+
+fn request_line(raw_id: &str, method: &str, params: &Value) -> String {
+    format!(r#"{{"jsonrpc":"2.0","id":{raw_id},"method":{},"params":{params}}}"#, json!(method))
+}
+
+fn call_line(raw_id: &str, tool: &str, args: Value) -> String {
+    request_line(raw_id, "tools/call", &json!({"name": tool, "arguments": args}))
+}
+
+/// Each id comes back exactly as sent: in a result, a protocol error, a tool's error, a tool
+/// result with structured data (as a value and as spliced JSON), and in a batch.
+/// See: issue #13, item 10 (`123456789012345678901234567890` came back as `1.2345678901234568e+29`).
+#[test]
+fn r13_odd_ids_are_echoed_byte_for_byte() {
+    let env = TestEnv::new(&["root/dir/sub"], &[("root/dir/a.txt", "A")]);
+    let mut server = Server::start(&env);
+    let dir = env.p("root/dir");
+    let missing = env.p("root/missing.txt");
+    for raw in ODD_IDS {
+        let lines = [
+            request_line(raw, "ping", &json!({})),
+            request_line(raw, "no/such/method", &json!({})),
+            call_line(raw, "read_file", json!({"path": missing})),
+            call_line(raw, "list_directory", json!({"path": dir})),
+            call_line(raw, "directory_tree", json!({"path": dir})),
+        ];
+        for line in lines {
+            server.send_raw(&line);
+            let reply = server.next_line();
+            assert!(has_id(&reply, raw), "id {raw} not echoed as sent for {line}:\n{reply}");
+        }
+    }
+    let batch: Vec<String> =
+        ODD_IDS.iter().map(|raw| request_line(raw, "ping", &json!({}))).collect();
+    server.send_raw(&format!("[{}]", batch.join(",")));
+    let reply = server.next_line();
+    for raw in ODD_IDS {
+        assert!(has_id(&reply, raw), "id {raw} not echoed as sent in a batch:\n{reply}");
+    }
+}
+
+/// `notifications/cancelled` finds a call by its id as sent: of two ids that are one number to
+/// an f64, only the one named is cancelled, and the other is answered with its own id.
+#[test]
+fn r13_cancel_finds_the_call_by_its_raw_id() {
+    let env = TestEnv::new(&[], &[]);
+    let mut server = Server::start(&env);
+    let (kept, cancelled) = ("123456789012345678901234567891", "123456789012345678901234567890");
+    server.send_raw(&call_line(kept, "execute_command", json!({"command": "sleep 1; echo kept"})));
+    server.send_raw(&call_line(
+        cancelled,
+        "execute_command",
+        json!({"command": "sleep 1; echo cancelled"}),
+    ));
+    server.send_raw(&format!(
+        r#"{{"jsonrpc":"2.0","method":"notifications/cancelled","params":{{"requestId":{cancelled}}}}}"#
+    ));
+    let (messages, status) = server.finish();
+    let lines: Vec<&str> = messages.iter().map(|m| m.line.as_str()).collect();
+    assert_eq!(lines.len(), 1, "one reply expected, for the call not cancelled: {lines:?}");
+    assert!(has_id(lines[0], kept), "{}", lines[0]);
+    assert!(lines[0].contains("kept"), "{}", lines[0]);
+    assert!(status.success());
+}
+
+/// Creates `rel` nested `depth` directories `d` deep.
+fn nest(env: &TestEnv, rel: &str, depth: usize) {
+    env.mkdir(&format!("{rel}{}", "/d".repeat(depth)));
+}
+
+/// A batch element whose reply nests deeper than a JSON parser's usual 128 levels comes back
+/// whole, with its id, beside the others.
+/// See: issue #13, item 9 (a `directory_tree` 100 deep came back as `null`, its id lost).
+#[test]
+fn r13_a_batch_keeps_deep_replies_whole_with_their_ids() {
+    let env = TestEnv::new(&[], &[]);
+    nest(&env, "root/deep200", 200);
+    nest(&env, "root/deep1000", 1000);
+    let mut server = Server::start(&env);
+    let tree = |id: &str, rel: &str| call_line(id, "directory_tree", json!({"path": env.p(rel)}));
+    let elements = [
+        tree(r#""deep200""#, "root/deep200"),
+        request_line(r#""p""#, "ping", &json!({})),
+        tree(r#""deep1000""#, "root/deep1000"),
+    ];
+    server.send_raw(&format!("[{}]", elements.join(",")));
+    let line = server.next_raw_line();
+    assert!(line.starts_with('[') && line.ends_with("]\n"), "not one batch line: {line:.300}");
+    assert!(!line.contains("null,") && !line.contains(",null"), "an element was lost: {line:.300}");
+    for id in [r#""deep200""#, r#""p""#, r#""deep1000""#] {
+        assert!(has_id(&line, id), "no reply with id {id}: {line:.300}");
+    }
+    // Each tree is in the structured content unescaped, one node per directory.
+    assert_eq!(line.matches(r#"{"name":"d","type":"directory""#).count(), 1200, "{line:.300}");
+    // The nesting closes where it should: every bracket opened outside strings is closed.
+    assert_eq!(depth_after(&line), 0, "{line:.300}");
+    assert_eq!(server.request("ping", json!({})).result(), &json!({}));
+}
+
+/// The nesting depth at the end of `text`, counting brackets outside strings.
+fn depth_after(text: &str) -> i64 {
+    let (mut depth, mut in_string, mut escaped) = (0i64, false, false);
+    for c in text.chars() {
+        match (in_string, escaped, c) {
+            (true, true, _) => escaped = false,
+            (true, false, '\\') => escaped = true,
+            (true, false, '"') => in_string = false,
+            (true, false, _) => {}
+            (false, _, '"') => in_string = true,
+            (false, _, '[' | '{') => depth += 1,
+            (false, _, ']' | '}') => depth -= 1,
+            (false, _, _) => {}
+        }
+    }
+    depth
+}
+
+/// A batch of every kind of reply: each id once, with the reply its element asked for.
+#[test]
+fn r13_a_batch_of_mixed_replies_keeps_every_id() {
+    let env = TestEnv::new(&["root/dir"], &[("root/dir/a.txt", "A")]);
+    let mut server = Server::start(&env);
+    let (dir, a) = (env.p("root/dir"), env.p("root/dir/a.txt"));
+    let elements = [
+        request_line("1.0", "ping", &json!({})),
+        request_line(r#""m""#, "no/such/method", &json!({})),
+        call_line("123456789012345678901234567890", "read_file", json!({"path": a})),
+        call_line("-0", "read_file", json!({"path": env.p("root/none.txt")})),
+        call_line(r#""list""#, "list_directory", json!({"path": dir})),
+        call_line("12.50", "directory_tree", json!({"path": dir})),
+        call_line(r#""sh""#, "execute_command", json!({"command": "echo hi"})),
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#.to_owned(),
+        "5".to_owned(),
+    ];
+    server.send_raw(&format!("[{}]", elements.join(",")));
+    let line = server.next_line();
+    let expected: BTreeMap<&str, &str> = BTreeMap::from([
+        ("1.0", r#""result":{}"#),
+        (r#""m""#, "-32601"),
+        ("123456789012345678901234567890", r#""text":"A""#),
+        ("-0", "-32002"),
+        (r#""list""#, r#""structuredContent""#),
+        ("12.50", r#""structuredContent":{"tree""#),
+        (r#""sh""#, "hi"),
+        ("null", "-32600"),
+    ]);
+    let replies = elements_of(&line);
+    assert_eq!(replies.len(), expected.len(), "{line}");
+    for (raw, what) in expected {
+        let with_id: Vec<&&str> = replies.iter().filter(|reply| has_id(reply, raw)).collect();
+        assert_eq!(with_id.len(), 1, "one reply with id {raw} expected: {line}");
+        assert!(with_id[0].contains(what), "the reply with id {raw} lacks {what}: {line}");
+    }
+}
+
+/// The elements of a batch reply line, as the text of each: split at the commas outside
+/// strings at the top level, in one pass (a batch line may be hundreds of megabytes).
+fn elements_of(line: &str) -> Vec<&str> {
+    let body = line.trim_end().strip_prefix('[').and_then(|b| b.strip_suffix(']'));
+    let body = body.unwrap_or_else(|| panic!("not a batch reply: {line:.300}"));
+    let (mut depth, mut in_string, mut escaped) = (0i64, false, false);
+    let mut elements = Vec::new();
+    let mut start = 0;
+    for (at, b) in body.bytes().enumerate() {
+        match (in_string, escaped, b) {
+            (true, true, _) => escaped = false,
+            (true, false, b'\\') => escaped = true,
+            (true, false, b'"') => in_string = false,
+            (true, false, _) => {}
+            (false, _, b'"') => in_string = true,
+            (false, _, b'[' | b'{') => depth += 1,
+            (false, _, b']' | b'}') => depth -= 1,
+            (false, _, b',') if depth == 0 => {
+                elements.push(&body[start..at]);
+                start = at + 1;
+            }
+            (false, _, _) => {}
+        }
+    }
+    elements.push(&body[start..]);
+    elements
+}
+
+// ---------------------------------------------------------------------------------------------
+// The cap on one reply, and backpressure: the server's memory, through /proc
+// ---------------------------------------------------------------------------------------------
+
+/// The most one reply line may hold (`src/reply_size.rs`, `MAX_REPLY_BYTES`).
+const MAX_REPLY_BYTES: usize = 256 << 20;
+/// The replies the server queues for a client before it stops reading requests
+/// (`src/protocol/transport.rs`, `QUEUE_BOUND`).
+const QUEUE_BOUND: u64 = 16 << 20;
+
+/// `key` (`VmHWM`, `VmRSS`) of `pid` from `/proc/<pid>/status`, in bytes.
+fn proc_status_bytes(pid: u32, key: &str) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_else(|e| panic!("reading /proc/{pid}/status: {e}"));
+    let kib: u64 = status
+        .lines()
+        .find_map(|line| line.strip_prefix(key)?.strip_prefix(':'))
+        .unwrap_or_else(|| panic!("no {key} in /proc/{pid}/status"))
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .expect("a number of kB");
+    kib * 1024
+}
+
+#[expect(clippy::print_stderr, reason = "the measurements are reported on the test output")]
+fn report(line: &str) {
+    eprintln!("[replies] {line}");
+}
+
+fn mib(bytes: u64) -> String {
+    format!("{:.1} MiB", bytes as f64 / f64::from(1 << 20))
+}
+
+/// A file of `len` control bytes: read as text, each escapes to six bytes of JSON.
+fn control_bytes(len: usize) -> Vec<u8> {
+    (0..len).map(|i| [1u8, 2, 3, 4, 5, 6, 7, 14, 15, 16][i % 10]).collect()
+}
+
+/// A batch whose replies add up past the cap: the elements that fit come back whole, the
+/// others get a -32603 that says how to ask for less, and no reply line passes the cap. The
+/// oversized replies are refused before they are built, so memory stays near the cap.
+/// See: issue #13, item 4 (one small request made a 5 GB reply).
+#[test]
+fn r13_a_batch_past_the_reply_cap_gets_the_paging_error_for_what_does_not_fit() {
+    const FILE: usize = 16 << 20;
+    let env = TestEnv::new(&[], &[]);
+    env.write("root/control.bin", control_bytes(FILE));
+    let mut server = Server::start(&env);
+    let read = |id: &str| call_line(id, "read_file", json!({"path": env.p("root/control.bin")}));
+    server.send_raw(&format!("[{},{},{}]", read(r#""r1""#), read(r#""r2""#), read(r#""r3""#)));
+    let line = server.next_line_within(std::time::Duration::from_secs(120));
+    assert!(line.len() <= MAX_REPLY_BYTES, "a reply line of {} bytes", line.len());
+    let replies = elements_of(&line);
+    assert_eq!(replies.len(), 3, "{:.300}", line);
+    let (mut whole, mut refused) = (0, 0);
+    for reply in &replies {
+        // Read as text: parsing 96 MiB elements again would take the unoptimized test long.
+        if reply.contains(r#""result":{"content":[{"text":""#) {
+            // The whole text, every byte escaped to six.
+            assert!(reply.len() > 6 * FILE, "a short result: {reply:.300}");
+            whole += 1;
+        } else {
+            assert!(reply.contains(r#""error":{"code":-32603,"#), "{reply:.300}");
+            assert!(reply.contains("offset") && reply.contains("limit"), "{reply:.300}");
+            refused += 1;
+        }
+    }
+    assert_eq!((whole, refused), (2, 1), "two 96 MiB replies fit under 256 MiB, three do not");
+    let peak = proc_status_bytes(server.pid(), "VmHWM");
+    report(&format!("batch past the cap: peak RSS {}", mib(peak)));
+    // The two replies that fit, the three files' text, and room for the rest of the process.
+    let bound = (MAX_REPLY_BYTES + 3 * FILE) as u64 + (64 << 20);
+    assert!(peak < bound, "peak RSS {} over {}", mib(peak), mib(bound));
+    assert_eq!(server.request("ping", json!({})).result(), &json!({}));
+}
+
+/// One call whose answer would pass the cap: three 16 MiB files of control bytes at once, 288
+/// MiB of JSON. Either the tool stops at the cap by itself or the reply becomes the paging
+/// error; never a reply line past the cap, and the server's memory stays near the cap.
+#[test]
+fn r13_one_reply_past_the_cap_is_never_written_whole() {
+    const FILE: usize = 16 << 20;
+    let env = TestEnv::new(&[], &[]);
+    env.write("root/control.bin", control_bytes(FILE));
+    let mut server = Server::start(&env);
+    let path = env.p("root/control.bin");
+    server.send_raw(&call_line("1", "read_multiple_files", json!({"paths": [path, path, path]})));
+    let line = server.next_line_within(std::time::Duration::from_secs(120));
+    let reply = crate::harness::Response { value: serde_json::from_str(&line).unwrap(), line };
+    assert!(reply.line.len() <= MAX_REPLY_BYTES, "a reply line of {} bytes", reply.line.len());
+    if let Some(error) = reply.value.get("error") {
+        assert_eq!(error["code"], json!(-32603), "{:.300}", reply.line);
+        let message = error["message"].as_str().unwrap();
+        assert!(message.contains("read_multiple_files with fewer paths"), "{message}");
+    }
+    let peak = proc_status_bytes(server.pid(), "VmHWM");
+    report(&format!("one reply past the cap: peak RSS {}", mib(peak)));
+    let bound = (MAX_REPLY_BYTES + 3 * FILE) as u64 + (64 << 20);
+    assert!(peak < bound, "peak RSS {} over {}", mib(peak), mib(bound));
+}
+
+/// The server with its pipes in the test's hands: stdout is not read until the test says so.
+struct Unread {
+    child: std::process::Child,
+    stdin: Option<std::process::ChildStdin>,
+    stdout: Option<std::process::ChildStdout>,
+}
+
+impl Unread {
+    fn spawn(env: &TestEnv) -> Unread {
+        use std::process::Stdio;
+        let allow = format!("{}:rw", env.p("root"));
+        let mut child = crate::harness::replay_command()
+            .args(["--mcp-server", "--allow", &allow])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawning replay");
+        let (stdin, stdout) = (child.stdin.take(), child.stdout.take());
+        Unread { child, stdin, stdout }
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+}
+
+impl Drop for Unread {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Writes `bytes` to the non-blocking `pipe` as far as it takes them; how many it took.
+fn write_some(pipe: &mut std::process::ChildStdin, bytes: &[u8]) -> usize {
+    use std::io::Write;
+    match pipe.write(bytes) {
+        Ok(n) => n,
+        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => 0,
+        Err(e) => panic!("writing to replay's stdin: {e}"),
+    }
+}
+
+/// Whether `pipe` has room for a write within `wait`: the server read some of it.
+fn gets_room(pipe: &std::process::ChildStdin, wait: std::time::Duration) -> bool {
+    use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+    use std::os::fd::AsFd;
+    let mut fds = [PollFd::new(pipe.as_fd(), PollFlags::POLLOUT)];
+    let timeout = PollTimeout::try_from(wait).expect("a short wait");
+    poll(&mut fds, timeout).expect("poll") == 1
+}
+
+/// Whether every thread of `pid` sleeps (none running or runnable).
+fn all_threads_asleep(pid: u32) -> bool {
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).expect("/proc/<pid>/task");
+    tasks.filter_map(Result::ok).all(|task| {
+        let stat = std::fs::read_to_string(task.path().join("stat")).unwrap_or_default();
+        // The state follows the command name in parentheses.
+        let state = stat.rsplit_once(") ").map(|(_, rest)| rest.chars().next());
+        state != Some(Some('R'))
+    })
+}
+
+/// A client that pipelines 24 reads of a 4 MiB file and reads no reply: the server stops
+/// reading its requests once a bound of replies waits (its stdin pipe fills and stays full),
+/// its memory stays within that bound, and once the client reads, every reply arrives exactly
+/// once and the requests sent meanwhile are answered too.
+/// See: issue #13, item 5 (40 pipelined reads with stdout unread reached 3.9 GB).
+#[test]
+fn r13_a_client_that_stops_reading_gets_backpressure_not_a_growing_queue() {
+    use std::io::{BufRead, BufReader};
+    use std::os::fd::AsFd;
+    const FILE: usize = 4 << 20;
+    const READS: usize = 24;
+    let env = TestEnv::new(&[], &[]);
+    let text = format!("{}\n", "x".repeat(99)).repeat(FILE / 100);
+    env.write("root/big.txt", &text);
+    let mut server = Unread::spawn(&env);
+    let mut stdin = server.stdin.take().expect("stdin");
+    let stdout = server.stdout.take().expect("stdout");
+    // The first reply, read on a thread that hands the reader back: the server is up.
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut reader = BufReader::new(stdout);
+        let mut line = String::new();
+        let _ = reader.read_line(&mut line);
+        let _ = tx.send((line, reader));
+    });
+    use std::io::Write;
+    writeln!(stdin, "{}", request_line(r#""up""#, "ping", &json!({}))).expect("writing");
+    let (line, reader) = rx.recv_timeout(crate::harness::REPLY_TIMEOUT).expect("a first reply");
+    assert!(has_id(&line, r#""up""#), "{line}");
+    let baseline = proc_status_bytes(server.pid(), "VmHWM");
+
+    nix::fcntl::fcntl(stdin.as_fd(), nix::fcntl::FcntlArg::F_SETFL(nix::fcntl::OFlag::O_NONBLOCK))
+        .expect("O_NONBLOCK");
+    let mut pending: Vec<u8> = Vec::new();
+    for i in 0..READS {
+        let line = call_line(&i.to_string(), "read_file", json!({"path": env.p("root/big.txt")}));
+        pending.extend_from_slice(format!("{line}\n").as_bytes());
+    }
+    // Pings until the pipe is full and stays full while every server thread sleeps: the
+    // server has stopped reading, and not because it is busy (an unoptimized build takes a
+    // while over 160 MiB of replies).
+    let mut pings = 0usize;
+    let mut full = false;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while pings < 200_000 && std::time::Instant::now() < deadline {
+        if pending.is_empty() {
+            let ping = request_line(&format!("\"ping-{pings}\""), "ping", &json!({}));
+            pending = format!("{ping}\n").into_bytes();
+            pings += 1;
+        }
+        let n = write_some(&mut stdin, &pending);
+        pending.drain(..n);
+        if n > 0 || gets_room(&stdin, std::time::Duration::from_millis(10)) {
+            continue;
+        }
+        if all_threads_asleep(server.pid())
+            && !gets_room(&stdin, std::time::Duration::from_millis(500))
+            && all_threads_asleep(server.pid())
+        {
+            full = true;
+            break;
+        }
+    }
+    let paused_peak = proc_status_bytes(server.pid(), "VmHWM");
+    report(&format!(
+        "client not reading: {pings} pings written before the pipe stayed full; peak RSS {} \
+         (baseline {})",
+        mib(paused_peak),
+        mib(baseline)
+    ));
+    assert!(full, "the server kept reading requests while {READS} x 4 MiB replies waited");
+    // The queue bound, the replies that passed it (one 4 MiB reply, and one being built), and
+    // the stdout pipe's 1 MiB.
+    let bound = baseline + QUEUE_BOUND + 3 * FILE as u64 + (8 << 20);
+    assert!(paused_peak < bound, "peak RSS {} over {}", mib(paused_peak), mib(bound));
+
+    // Now the client reads: everything arrives, once.
+    let (tx, replies) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in reader.lines() {
+            if tx.send(line.expect("a reply line")).is_err() {
+                break;
+            }
+        }
+    });
+    let last = format!("{}\n", request_line(r#""last""#, "ping", &json!({})));
+    pending.extend_from_slice(last.as_bytes());
+    while !pending.is_empty() {
+        let n = write_some(&mut stdin, &pending);
+        pending.drain(..n);
+        // The server reads on as its replies drain: 20 reads of 4 MiB to go, slow unoptimized.
+        if n == 0 {
+            assert!(gets_room(&stdin, std::time::Duration::from_secs(120)), "stdin never drained");
+        }
+    }
+    drop(stdin);
+    let mut reads = vec![0usize; READS];
+    let mut answered_pings = BTreeMap::new();
+    let mut last_seen = false;
+    while let Ok(line) = replies.recv_timeout(crate::harness::REPLY_TIMEOUT) {
+        let value: Value = serde_json::from_str(&line).expect("a JSON line");
+        match &value["id"] {
+            Value::Number(n) => {
+                let i = n.as_u64().expect("a read's id") as usize;
+                let got = value.pointer("/result/content/0/text").and_then(Value::as_str);
+                assert_eq!(got.map(str::len), Some(text.len()), "{line:.200}");
+                reads[i] += 1;
+            }
+            Value::String(id) if id == "last" => last_seen = true,
+            Value::String(id) => *answered_pings.entry(id.clone()).or_insert(0) += 1,
+            other => panic!("unexpected id {other}: {line:.200}"),
+        }
+    }
+    assert!(reads.iter().all(|&n| n == 1), "reads answered other than once: {reads:?}");
+    assert_eq!(answered_pings.len(), pings, "pings answered: {}", answered_pings.len());
+    assert!(answered_pings.values().all(|&n| n == 1), "a ping answered twice");
+    assert!(last_seen, "the ping sent after the client drained was not answered");
+}

@@ -1,0 +1,183 @@
+//! Write turns: calls that change files wait only for earlier calls on the same files (a path,
+//! or one inside the other, however it is spelled), in arrival order; a dryRun takes no turn,
+//! and a cancelled writer gives its turn up at once.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use crate::harness::{Server, TestEnv};
+
+/// Bytes of `a` in the file a slow edit rewrites: one regex replacement per byte, a second or
+/// two unoptimized, against milliseconds for a small write_file.
+const SLOW_BYTES: usize = 2 << 20;
+
+/// Every `a` becomes `bb`: a replacement per byte of a `SLOW_BYTES` file.
+fn slow_edit(path: &str, dry_run: bool) -> Value {
+    json!({
+        "path": path,
+        "edits": [{"oldText": "a", "newText": "bb", "isRegex": true, "limit": 0}],
+        "dryRun": dry_run,
+    })
+}
+
+fn send_call(server: &mut Server, id: &str, tool: &str, args: Value) {
+    let params = json!({"name": tool, "arguments": args});
+    server.send(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params}));
+}
+
+/// The id of the next reply (skipping notifications).
+fn next_reply_id(server: &mut Server) -> Value {
+    loop {
+        let message = server.next_line_within(Duration::from_secs(120));
+        let value: Value = serde_json::from_str(&message).expect("checked");
+        if value.get("id").is_some() {
+            assert!(value.get("error").is_none(), "{message:.300}");
+            return value["id"].clone();
+        }
+    }
+}
+
+/// A write to another file does not wait for a long edit, nor for a long dryRun of the same
+/// file (which changes nothing, so takes no turn).
+/// See: issue #13, item 8 (a write_file waited 51 s behind an unrelated long call).
+#[test]
+fn r13_a_long_edit_does_not_delay_a_write_elsewhere() {
+    let env = TestEnv::new(&[], &[("root/other.txt", "old")]);
+    env.write("root/slow.txt", "a".repeat(SLOW_BYTES));
+    let mut server = Server::start(&env);
+    send_call(&mut server, "edit", "edit_file", slow_edit(&env.p("root/slow.txt"), false));
+    send_call(
+        &mut server,
+        "write",
+        "write_file",
+        json!({"path": env.p("root/other.txt"), "content": "new"}),
+    );
+    assert_eq!(next_reply_id(&mut server), json!("write"), "the write waited for the edit");
+    assert_eq!(next_reply_id(&mut server), json!("edit"));
+    assert_eq!(env.read_string("root/other.txt"), "new");
+    assert_eq!(env.read("root/slow.txt").len(), 2 * SLOW_BYTES);
+
+    env.write("root/slow.txt", "a".repeat(SLOW_BYTES));
+    send_call(&mut server, "preview", "edit_file", slow_edit(&env.p("root/slow.txt"), true));
+    send_call(
+        &mut server,
+        "same",
+        "write_file",
+        json!({"path": env.p("root/slow.txt"), "content": "w"}),
+    );
+    assert_eq!(next_reply_id(&mut server), json!("same"), "the write waited for a dryRun");
+    assert_eq!(next_reply_id(&mut server), json!("preview"));
+    assert_eq!(env.read_string("root/slow.txt"), "w");
+}
+
+/// Pipelined edits of one file, each under another spelling of its path (plain, `..`, a
+/// symlinked parent, relative), all apply, in the order sent: none runs beside another. So do
+/// a write, an edit, a move and an edit of where it moved.
+#[test]
+fn r13_pipelined_changes_of_one_file_apply_in_order_under_any_spelling() {
+    let env = TestEnv::new(&["root/dir", "root/sub"], &[]);
+    env.symlink("dir", "root/alias");
+    // Padding makes each edit read, match and write a few megabytes: long enough that two
+    // running at once would overlap.
+    let padding = "p".repeat(2 << 20);
+    env.write("root/dir/f.txt", format!("v0\n{padding}"));
+    let spellings = [
+        env.p("root/dir/f.txt"),
+        env.p("root/sub/../dir/f.txt"),
+        env.p("root/alias/f.txt"),
+        "dir/f.txt".to_owned(),
+        env.p("root/dir/./f.txt"),
+    ];
+    let mut server = Server::start(&env);
+    const EDITS: usize = 15;
+    for k in 0..EDITS {
+        let path = &spellings[k % spellings.len()];
+        let edits = json!([{"oldText": format!("v{k}\n"), "newText": format!("v{}\n", k + 1)}]);
+        send_call(
+            &mut server,
+            &format!("e{k}"),
+            "edit_file",
+            json!({"path": path, "edits": edits}),
+        );
+    }
+    let mut ids: Vec<Value> = (0..EDITS).map(|_| next_reply_id(&mut server)).collect();
+    ids.sort_by_key(|id| id.as_str().unwrap()[1..].parse::<usize>().unwrap());
+    assert_eq!(ids.len(), EDITS);
+    assert_eq!(env.read_string("root/dir/f.txt"), format!("v{EDITS}\n{padding}"));
+
+    let (f, g) = (env.p("root/dir/f.txt"), env.p("root/sub/g.txt"));
+    send_call(
+        &mut server,
+        "w",
+        "write_file",
+        json!({"path": f, "content": format!("x\n{padding}")}),
+    );
+    let to_y = json!([{"oldText": "x\n", "newText": "y\n"}]);
+    send_call(
+        &mut server,
+        "e",
+        "edit_file",
+        json!({"path": env.p("root/alias/f.txt"), "edits": to_y}),
+    );
+    send_call(
+        &mut server,
+        "m",
+        "move_file",
+        json!({"source": env.p("root/sub/../alias/f.txt"), "destination": g}),
+    );
+    let to_z = json!([{"oldText": "y\n", "newText": "z\n"}]);
+    send_call(&mut server, "e2", "edit_file", json!({"path": "sub/g.txt", "edits": to_z}));
+    for _ in 0..4 {
+        next_reply_id(&mut server);
+    }
+    assert!(!env.exists("root/dir/f.txt"));
+    assert_eq!(env.read_string("root/sub/g.txt"), format!("z\n{padding}"));
+}
+
+/// Whether some thread of `pid` is running.
+fn busy(pid: u32) -> bool {
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).expect("/proc/<pid>/task");
+    tasks.filter_map(Result::ok).any(|task| {
+        let stat = std::fs::read_to_string(task.path().join("stat")).unwrap_or_default();
+        stat.rsplit_once(") ").is_some_and(|(_, rest)| rest.starts_with('R'))
+    })
+}
+
+/// A writer cancelled while it runs gives its turn up at once: the next writer of the same
+/// file goes without waiting for the cancelled call's work to end.
+#[test]
+fn r13_a_cancelled_writer_gives_up_its_turn_at_once() {
+    let env = TestEnv::new(&[], &[]);
+    env.write("root/slow.txt", "a".repeat(SLOW_BYTES));
+    env.write("root/timed.txt", "a".repeat(SLOW_BYTES));
+    let mut server = Server::start(&env);
+    // How long the edit takes when nobody cancels it.
+    let started = Instant::now();
+    send_call(&mut server, "timed", "edit_file", slow_edit(&env.p("root/timed.txt"), false));
+    assert_eq!(next_reply_id(&mut server), json!("timed"));
+    let edit_takes = started.elapsed();
+
+    send_call(&mut server, "slow", "edit_file", slow_edit(&env.p("root/slow.txt"), false));
+    // Running, not merely read: its thread is busy.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !busy(server.pid()) {
+        assert!(Instant::now() < deadline, "the edit never started");
+        // Polling, not synchronizing: nothing signals that a call has started.
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    send_call(
+        &mut server,
+        "next",
+        "write_file",
+        json!({"path": env.p("root/slow.txt"), "content": "w"}),
+    );
+    let cancelled = Instant::now();
+    server.notify("notifications/cancelled", json!({"requestId": "slow", "reason": "x"}));
+    assert_eq!(next_reply_id(&mut server), json!("next"), "the cancelled edit was answered");
+    let waited = cancelled.elapsed();
+    assert!(
+        waited < edit_takes / 2,
+        "the write waited {waited:?} after the cancel; the edit takes {edit_takes:?}"
+    );
+}
