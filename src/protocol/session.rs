@@ -17,7 +17,7 @@ use crate::protocol::jsonrpc::{self, Message, RpcError, METHOD_NOT_FOUND, PARSE_
 use crate::protocol::revision::{self, Revision};
 use crate::protocol::transport::{self, Line, Outbox};
 use crate::protocol::{dispatch, roots};
-use crate::sandbox::{self, SandboxConfig};
+use crate::sandbox::Sandbox;
 use crate::schema;
 use crate::tools::{Cancel, Progress, Settings};
 
@@ -41,16 +41,9 @@ pub enum ToolErrors {
 pub struct Options {
     pub tool_errors: ToolErrors,
     /// Started without directories: the sandbox waits for the client's first roots.
-    pub deferred_sandbox: Option<DeferredSandbox>,
+    pub deferred_sandbox: Option<Sandbox>,
     /// `--read-only`: a client's first roots become read-only directories, not read-write.
     pub read_only: bool,
-}
-
-/// What applying the sandbox later takes.
-pub struct DeferredSandbox {
-    pub config: SandboxConfig,
-    pub home: Option<std::path::PathBuf>,
-    pub command_tmp_parent: Option<std::path::PathBuf>,
 }
 
 pub struct Session {
@@ -60,7 +53,7 @@ pub struct Session {
     /// The most the allowed set may be: the command line's directories, or the client's first
     /// roots when there were none.
     ceiling: Mutex<Vec<AllowedRoot>>,
-    deferred_sandbox: Mutex<Option<DeferredSandbox>>,
+    deferred_sandbox: Mutex<Option<Sandbox>>,
     tool_errors: ToolErrors,
     read_only: bool,
     outbox: Outbox,
@@ -667,15 +660,11 @@ impl Session {
             if self.read_only {
                 ceiling.iter_mut().for_each(|root| root.access = crate::policy::Access::Read);
             }
-            if let Some(deferred) = lock(&self.deferred_sandbox).take() {
-                let status = sandbox::apply(
-                    &ceiling,
-                    deferred.command_tmp_parent.as_deref(),
-                    deferred.home.as_deref(),
-                    &deferred.config,
-                );
-                tracing::info!(?status, "sandbox applied with the client's roots");
-                settings.sandbox_note = status.note();
+            if let Some(sandbox) = lock(&self.deferred_sandbox).take() {
+                let applied = sandbox.apply(&ceiling);
+                tracing::info!(status = ?applied.status, "sandbox applied with the client's roots");
+                settings.sandbox_note = applied.status.note();
+                settings.confinement = applied.confinement;
             }
         }
         let allowed = roots::narrow(&ceiling, client_roots);
