@@ -29,7 +29,7 @@ pub mod tmp;
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use crate::policy::{Access, AllowedRoot};
+use crate::policy::AllowedRoot;
 use tmp::CommandTmp;
 
 #[derive(Debug, Clone, Default)]
@@ -197,11 +197,11 @@ impl Sandbox {
         if !self.config.enabled {
             return Applied { status: Status::disabled(), confinement: CommandConfinement::none() };
         }
-        self.apply_linux(roots)
+        self.apply_layers(roots)
     }
 
     #[cfg(target_os = "linux")]
-    fn apply_linux(self, roots: &[AllowedRoot]) -> Applied {
+    fn apply_layers(self, roots: &[AllowedRoot]) -> Applied {
         let tmp = self.command_tmp.as_ref().map(|t| t.dir());
         let (isolation, namespace) = match self.pending {
             Pending::Namespace => match namespace::create(&places(roots, tmp)) {
@@ -220,7 +220,7 @@ impl Sandbox {
     }
 
     #[cfg(not(target_os = "linux"))]
-    fn apply_linux(self, _roots: &[AllowedRoot]) -> Applied {
+    fn apply_layers(self, _roots: &[AllowedRoot]) -> Applied {
         let status = Status { landlock: Landlock::Unsupported, isolation: Isolation::Off };
         Applied { status, confinement: CommandConfinement::none() }
     }
@@ -230,6 +230,7 @@ impl Sandbox {
 /// and the directories under /dev commands write in.
 #[cfg(target_os = "linux")]
 fn places(roots: &[AllowedRoot], tmp: Option<&std::path::Path>) -> Vec<namespace::Place> {
+    use crate::policy::Access;
     let roots = roots.iter().map(|root| namespace::Place {
         path: root.path.clone(),
         writable: root.access == Access::Write,

@@ -585,6 +585,62 @@ fn r13_replay_call_isolates_its_command() {
     assert_eq!(meta(&outside), before);
 }
 
+/// Runs `argv` as uid 65534 inside a user namespace where no further user namespace may be
+/// made (`max_user_namespaces` 0, set in that namespace only): a kernel that refuses ordinary
+/// users namespaces, without changing the machine's setting.
+const WITHOUT_USER_NAMESPACES: &str = r#"
+import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+r, w = os.pipe(); r2, w2 = os.pipe()
+pid = os.fork()
+if pid == 0:
+    if libc.unshare(0x10000000) != 0:
+        sys.exit("unshare: " + os.strerror(ctypes.get_errno()))
+    os.write(w, b"x"); os.read(r2, 1)
+    with open("/proc/sys/user/max_user_namespaces", "w") as f: f.write("0")
+    os.setgroups([]); os.setgid(65534); os.setuid(65534)
+    os.execv(sys.argv[1], sys.argv[1:])
+os.read(r, 1)
+for name in ("uid_map", "gid_map"):
+    with open(f"/proc/{pid}/{name}", "w") as f: f.write("0 0 65536\n")
+os.write(w2, b"x")
+_, status = os.waitpid(pid, 0)
+sys.exit(os.waitstatus_to_exitcode(status))
+"#;
+
+/// Where the kernel lets no namespace be made, the seccomp filter takes over by itself.
+#[test]
+fn r13_without_user_namespaces_commands_fall_back_to_seccomp() {
+    if !available("root (to limit user namespaces in a namespace of the test's own)", is_root())
+        || !available("Landlock", kernel_has_landlock())
+    {
+        return;
+    }
+    let Some(python) = system_program("python3") else {
+        available("python3", false);
+        return;
+    };
+    let env = metadata_env(User::Unprivileged);
+    #[expect(clippy::disallowed_methods, reason = "the server under test, behind a wrapper")]
+    let mut cmd = Command::new(python);
+    cmd.args(["-c", WITHOUT_USER_NAMESPACES, crate::harness::BIN, "--mcp-server"]);
+    cmd.args(allow(&env, &[("root", "rw"), ("ro", "ro")]));
+    let mut server = Server::from_command(cmd);
+    server.initialize("2025-06-18");
+    let s = &mut server;
+    let listed = s.call_text("list_allowed_directories", json!({}));
+    assert!(listed.contains("[sandbox: no mount namespace (unshare: "), "{listed}");
+    for rel in ["outside/file.txt", "ro/file.txt", "root/file.txt"] {
+        let path = env.path(rel);
+        let before = meta(&path);
+        let run = sh_fails(s, &format!("chmod 700 {}", quoted(&path)));
+        assert!(run.err.contains("Operation not permitted"), "chmod {rel}: {run:?}");
+        sh_fails(s, &format!("touch -d 2000-01-01 {}", quoted(&path)));
+        assert_eq!(meta(&path), before, "{rel} changed");
+    }
+    assert_eq!(sh_ok(s, "echo written > new.txt && cat new.txt"), "written\n");
+}
+
 /// The fallback says what it costs, in list_allowed_directories and on stderr.
 #[test]
 fn r13_the_seccomp_fallback_says_so() {
