@@ -755,3 +755,60 @@ fn r13_servers_do_not_share_a_tmpdir_namespace() {
 fn r13_servers_do_not_share_a_tmpdir_seccomp() {
     tmpdir_rows(Layer::Seccomp);
 }
+
+/// A process the test made, killed when the test ends, however it ends.
+struct KillOnDrop(i32);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ =
+            nix::sys::signal::kill(nix::unistd::Pid::from_raw(self.0), nix::sys::signal::SIGKILL);
+    }
+}
+
+/// Waits up to 5 s for `done`, polling.
+#[track_caller]
+fn poll_until(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(5);
+    while !done() {
+        assert!(std::time::Instant::now() < deadline, "still not so after 5 s: {what}");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// A process that a killed server's command left running (`setsid` leaves the command's
+/// process group) keeps its own TMPDIR open, and keeps writing there: the next server's TMPDIR
+/// is a new directory, never that one reused.
+#[test]
+fn r13_a_dead_servers_leftover_process_never_reaches_the_next_servers_tmpdir() {
+    if !can_run(Layer::Namespace, User::Invoker) {
+        return;
+    }
+    let env = TestEnv::new(&[], &[]);
+    let args = allow(&env, &[("root", "rw")]);
+    let mut a = start(Layer::Namespace, User::Invoker, &args);
+    // It works from inside the directory, as a build in $TMPDIR would: renaming it would
+    // not stop it.
+    let ticks_file = quoted(&env.path("root/ticks"));
+    let script = format!(
+        "echo $$ > pid; cd \"$TMPDIR\" || exit; \
+         while :; do date > planted; echo >> {ticks_file}; sleep 0.05; done"
+    );
+    sh_ok(
+        &mut a,
+        &format!(
+            "setsid sh -c '{}' < /dev/null > /dev/null 2>&1 & while [ ! -s pid ]; do sleep 0.01; done",
+            script.replace('\'', r"'\''")
+        ),
+    );
+    let pid: i32 = env.read_string("root/pid").trim().parse().expect("a pid");
+    let _leftover = KillOnDrop(pid);
+    drop(a);
+    let mut b = start(Layer::Namespace, User::Invoker, &args);
+    let b_tmp = tmpdir(&mut b);
+    let ticks = || env.read_string("root/ticks").len();
+    let after_b = ticks();
+    poll_until("the leftover process wrote on", || ticks() >= after_b + 3);
+    let names: Vec<_> = std::fs::read_dir(&b_tmp).expect("B's TMPDIR").flatten().collect();
+    assert!(names.is_empty(), "B's TMPDIR {b_tmp:?} holds {names:?}");
+}
