@@ -403,12 +403,16 @@ fn metadata_rows(layer: Layer, user: User) {
     // No device node, no file given to another user, no hard link from outside into the
     // read-write root.
     let ro = quoted(&env.path("ro"));
+    let python = system_program("python3").map(|p| path_str(&p)).unwrap_or("python3".into());
+    let rename = format!("{python} -c 'import os, sys; os.rename(sys.argv[1], sys.argv[2])'");
     let before = env.snapshot();
     for command in [
         format!("mknod {root}/disk b 7 0"),
         format!("chown 1234:1234 {root}/file.txt"),
         format!("ln {ro}/file.txt {root}/link"),
         format!("ln {outside}/file.txt {root}/link"),
+        format!("{rename} {ro}/file.txt {root}/moved"),
+        format!("{rename} {outside}/file.txt {root}/moved"),
     ] {
         sh_fails(s, &command);
     }
@@ -431,6 +435,39 @@ fn metadata_rows(layer: Layer, user: User) {
         assert_eq!(*value, expect, "{layer:?}/{user:?}: {key} of a command\n{status}");
     }
     assert_eq!(fields.len(), 6, "{status}");
+}
+
+/// The namespace's mounts stay in it, even where the server's own mounts propagate to their
+/// peers (as / does under systemd): the server's mount table never shows them.
+#[test]
+fn r13_the_namespaces_mounts_never_propagate_out() {
+    if !available("root (for a mount namespace with shared propagation)", is_root())
+        || !can_run(Layer::Namespace, User::Invoker)
+    {
+        return;
+    }
+    let Some(unshare) = system_program("unshare") else {
+        available("unshare", false);
+        return;
+    };
+    let env = metadata_env(User::Invoker);
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "the server under test, in a namespace of its own"
+    )]
+    let mut cmd = Command::new(unshare);
+    cmd.args(["--mount", "--propagation", "shared", crate::harness::BIN, "--mcp-server"]);
+    cmd.args(allow(&env, &[("root", "rw"), ("ro", "ro")]));
+    let mut server = Server::from_command(cmd);
+    server.initialize("2025-06-18");
+    let pid = sh_ok(&mut server, "echo $PPID");
+    let mounts =
+        std::fs::read_to_string(format!("/proc/{}/mountinfo", pid.trim())).expect("mountinfo");
+    assert!(mounts.contains(" shared:"), "the server's mounts are not shared:\n{mounts}");
+    assert!(!mounts.contains(&path_str(env.base())), "mounts leaked to the server:\n{mounts}");
+    let run =
+        sh_fails(&mut server, &format!("chmod 600 {}", quoted(&env.path("outside/file.txt"))));
+    assert!(run.err.contains("Read-only file system"), "{run:?}");
 }
 
 #[test]
