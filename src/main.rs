@@ -72,15 +72,11 @@ fn serve(config: Config) -> ExitCode {
     // Without directories the sandbox waits for the client's roots: applied now, it would
     // confine the server to nothing for good.
     let defer = config.roots.is_empty() && config.sandbox.enabled;
-    let confined = confine(&config, defer);
-    let deferred_sandbox = defer.then(|| protocol::scope::DeferredSandbox {
-        config: config.sandbox.clone(),
-        home: config.home.clone(),
-        command_tmp_parent: confined.tmp_parent.clone(),
-    });
+    let commands = !config.disabled_tools.iter().any(|tool| tool == "execute_command");
+    let mut confined = confine(&config, commands, defer);
     let options = protocol::session::Options {
         tool_errors: config.tool_errors,
-        deferred_sandbox,
+        deferred_sandbox: confined.deferred.take(),
         read_only: config.read_only,
     };
     let (policy, settings) = scope(config, &confined);
@@ -96,7 +92,7 @@ fn serve(config: Config) -> ExitCode {
 fn call_once(call: OneShot) -> ExitCode {
     let OneShot { config, tool, args, json } = call;
     init_logging(config.log_filter.as_deref());
-    let confined = confine(&config, false);
+    let confined = confine(&config, tool == "execute_command", false);
     let (policy, settings) = scope(config, &confined);
     // After `confine`: the sandbox binds the threads started later, this one included.
     let cancel = Arc::new(Cancel::default());
@@ -115,32 +111,36 @@ fn call_once(call: OneShot) -> ExitCode {
 
 /// The commands' TMPDIR and the sandbox's outcome.
 struct Confined {
-    command_tmp: Option<Arc<sandbox::CommandTmp>>,
-    tmp_parent: Option<std::path::PathBuf>,
+    command_tmp: Option<Arc<sandbox::tmp::CommandTmp>>,
     status: sandbox::Status,
+    confinement: sandbox::CommandConfinement,
+    /// Started without directories: what the session applies when the roots arrive.
+    deferred: Option<sandbox::Sandbox>,
 }
 
-/// Finds the commands' per-user TMPDIR parent and applies the Landlock sandbox (unless it waits
-/// for the client's roots). Called before any thread exists: Landlock binds the calling thread
-/// and those it starts afterwards.
-fn confine(config: &Config, defer: bool) -> Confined {
-    let command_tmp = sandbox::CommandTmp::prepare().map(Arc::new);
-    let tmp_parent = command_tmp.as_ref().map(|t| t.parent().to_path_buf());
-    let status = if defer {
-        sandbox::Status::Deferred
-    } else {
-        sandbox::apply(
-            &config.roots,
-            tmp_parent.as_deref(),
-            config.home.as_deref(),
-            &config.sandbox,
-        )
-    };
-    match &status {
-        sandbox::Status::Enforced => tracing::info!("Landlock sandbox enforced"),
-        other => tracing::warn!("{}", other.note().unwrap_or_default()),
+/// Makes the commands' TMPDIR (when `commands` are served) and applies the sandbox, the
+/// commands' namespace and Landlock (unless it waits for the client's roots). Called before
+/// any thread exists: Landlock binds the calling thread and those it starts afterwards.
+fn confine(config: &Config, commands: bool, defer: bool) -> Confined {
+    let sandbox = sandbox::prepare(&config.sandbox, config.home.clone(), commands);
+    let command_tmp = sandbox.command_tmp();
+    if defer {
+        let status = sandbox::Status::deferred();
+        tracing::warn!("{}", status.note().unwrap_or_default());
+        let confinement = sandbox::CommandConfinement::default();
+        return Confined { command_tmp, status, confinement, deferred: Some(sandbox) };
     }
-    Confined { command_tmp, tmp_parent, status }
+    let applied = sandbox.apply(&config.roots);
+    match applied.status.note() {
+        None => tracing::info!(isolation = ?applied.status.isolation, "sandbox enforced"),
+        Some(note) => tracing::warn!("{note}"),
+    }
+    Confined {
+        command_tmp,
+        status: applied.status,
+        confinement: applied.confinement,
+        deferred: None,
+    }
 }
 
 /// The policy and the tools' settings the configuration describes.
@@ -148,6 +148,7 @@ fn scope(config: Config, confined: &Confined) -> (Policy, Settings) {
     let settings = Settings {
         deny_commands: config.deny_commands,
         command_tmp: confined.command_tmp.clone(),
+        confinement: confined.confinement.clone(),
         sandbox_note: confined.status.note(),
         disabled_tools: config.disabled_tools,
     };

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex, RwLock};
 
 use crate::policy::{Access, AllowedRoot, Policy};
 use crate::protocol::{lock, roots};
-use crate::sandbox::{self, SandboxConfig};
+use crate::sandbox::Sandbox;
 use crate::tools::Settings;
 
 /// The allowed set and the tools' settings, as one call sees them from start to end.
@@ -17,20 +17,13 @@ pub struct Scope {
     pub settings: Arc<Settings>,
 }
 
-/// What applying the sandbox later takes.
-pub struct DeferredSandbox {
-    pub config: SandboxConfig,
-    pub home: Option<PathBuf>,
-    pub command_tmp_parent: Option<PathBuf>,
-}
-
 /// The scope now, and what may replace it. Each call takes a snapshot when it is read.
 pub struct Scopes {
     current: RwLock<Scope>,
     /// The most the allowed set may be: the command line's directories, or the client's first
     /// roots when there were none.
     ceiling: Mutex<Vec<AllowedRoot>>,
-    deferred_sandbox: Mutex<Option<DeferredSandbox>>,
+    deferred_sandbox: Mutex<Option<Sandbox>>,
     /// `--read-only`: a client's first roots become read-only directories, not read-write.
     read_only: bool,
 }
@@ -39,7 +32,7 @@ impl Scopes {
     pub fn new(
         policy: Policy,
         settings: Arc<Settings>,
-        deferred_sandbox: Option<DeferredSandbox>,
+        deferred_sandbox: Option<Sandbox>,
         read_only: bool,
     ) -> Scopes {
         let ceiling = policy.roots().to_vec();
@@ -76,15 +69,11 @@ impl Scopes {
             if self.read_only {
                 ceiling.iter_mut().for_each(|root| root.access = Access::Read);
             }
-            if let Some(deferred) = lock(&self.deferred_sandbox).take() {
-                let status = sandbox::apply(
-                    &ceiling,
-                    deferred.command_tmp_parent.as_deref(),
-                    deferred.home.as_deref(),
-                    &deferred.config,
-                );
-                tracing::info!(?status, "sandbox applied with the client's roots");
-                settings.sandbox_note = status.note();
+            if let Some(sandbox) = lock(&self.deferred_sandbox).take() {
+                let applied = sandbox.apply(&ceiling);
+                tracing::info!(status = ?applied.status, "sandbox applied with the client's roots");
+                settings.sandbox_note = applied.status.note();
+                settings.confinement = applied.confinement;
             }
         }
         let allowed = roots::narrow(&ceiling, client_roots);

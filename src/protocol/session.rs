@@ -15,10 +15,11 @@ use crate::protocol::jsonrpc::{
 };
 use crate::protocol::revision::{self, Revision};
 use crate::protocol::schedule::{Schedule, DRAIN_LIMIT};
-use crate::protocol::scope::{DeferredSandbox, Scopes};
+use crate::protocol::scope::Scopes;
 use crate::protocol::tools_list::ToolsLists;
 use crate::protocol::transport::{self, Line, Outbox};
 use crate::protocol::{lock, roots};
+use crate::sandbox::Sandbox;
 use crate::tools::Settings;
 
 /// How a failing tool call is answered (`--tool-errors`).
@@ -37,7 +38,7 @@ pub enum ToolErrors {
 pub struct Options {
     pub tool_errors: ToolErrors,
     /// Started without directories: the sandbox waits for the client's first roots.
-    pub deferred_sandbox: Option<DeferredSandbox>,
+    pub deferred_sandbox: Option<Sandbox>,
     /// `--read-only`: a client's first roots become read-only directories, not read-write.
     pub read_only: bool,
 }

@@ -8,7 +8,7 @@
 //! those processes hold the pipes open, and a command's effects should end with the command.
 
 use std::io::Read;
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsFd, AsRawFd};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::PathBuf;
 use std::process::{Child, ExitStatus, Stdio};
@@ -100,8 +100,10 @@ fn working_directory(ctx: &Ctx, raw: Option<&str>) -> Result<ResolvedPath, ToolE
 fn spawn(ctx: &Ctx, command: &str, cwd: &ResolvedPath) -> Result<Child, ToolError> {
     // The working directory is entered through a handle opened beneath its root, as the file
     // tools open theirs: the child changes into `/proc/self/fd/N`, its inherited copy of the
-    // handle, so a directory swapped for a symlink after the check is not followed. (The
-    // command itself may then go anywhere its sandbox lets it.)
+    // handle, so a directory swapped for a symlink after the check is not followed. Joining
+    // the commands' namespace moves it to the namespace's root, so there it enters the path
+    // again, following no symlink, and checks it is the handle's directory. (The command
+    // itself may then go anywhere its sandbox lets it.)
     let dir = cwd.open_dir().map_err(|e| ToolError::io("use working directory", &cwd.shown, e))?;
     let via_handle = PathBuf::from(format!("/proc/self/fd/{}", dir.as_raw_fd()));
     let enter = if via_handle.exists() {
@@ -120,9 +122,13 @@ fn spawn(ctx: &Ctx, command: &str, cwd: &ResolvedPath) -> Result<Child, ToolErro
         // Its own process group, so that a deadline or a cancellation reaches every process
         // the command started, not just the shell.
         .process_group(0);
-    if let Some(tmp) = ctx.settings.command_tmp.as_ref().and_then(|t| t.dir()) {
-        cmd.env("TMPDIR", tmp);
+    if let Some(tmp) = &ctx.settings.command_tmp {
+        cmd.env("TMPDIR", tmp.dir());
     }
+    ctx.settings
+        .confinement
+        .apply_to(&mut cmd, &cwd.real, dir.as_fd())
+        .map_err(|e| ToolError::io("start /bin/sh", &cwd.shown, e))?;
     cmd.spawn().map_err(|e| ToolError::io("start /bin/sh", &cwd.shown, e))
 }
 

@@ -93,7 +93,10 @@ pub struct Settings {
     /// execute_command refuses commands whose simple-command names are listed (`--deny-command`).
     pub deny_commands: Vec<String>,
     /// TMPDIR for child processes: a private directory the sandbox lets them write.
-    pub command_tmp: Option<std::sync::Arc<crate::sandbox::CommandTmp>>,
+    pub command_tmp: Option<std::sync::Arc<crate::sandbox::tmp::CommandTmp>>,
+    /// What a command's process does to itself before it runs: join the commands' namespace,
+    /// drop its capabilities, install the seccomp fallback.
+    pub confinement: crate::sandbox::CommandConfinement,
     /// Said in list_allowed_directories when the kernel sandbox is not in force.
     pub sandbox_note: Option<String>,
     /// Tools left out of tools/list and refused (`--read-only`, `--tools`, `--disable-tool`,

@@ -87,6 +87,16 @@ fn check_fails(server: &mut Server, command: &str, stderr: &str) -> Run {
     run
 }
 
+/// `command` fails to write: the read-only mount namespace refuses it first ("Read-only file
+/// system"), or Landlock ("Permission denied") where there is no namespace.
+#[track_caller]
+fn check_write_refused(server: &mut Server, command: &str) {
+    let run = sh(server, command);
+    assert_eq!(run.is_error, Some(true), "{command:?} did not fail: {run:?}");
+    let refused = ["Read-only file system", "Permission denied"];
+    assert!(refused.iter().any(|r| run.err().contains(r)), "{command:?}: {run:?}");
+}
+
 /// `execute_command` with `args` is refused with `code` and a message containing `needle`.
 #[track_caller]
 fn check_refused(server: &mut Server, args: Value, code: i64, needle: &str) {
@@ -669,15 +679,15 @@ fn sandbox_keeps_commands_out_of_everything_else() {
     assert!(run.err().contains("Permission denied"), "{run:?}");
 
     let before = env.snapshot();
-    check_fails(s, &format!("touch {}", env.p("outside/new")), "Permission denied");
-    check_fails(s, &format!("mkdir {}", env.p("new_dir")), "Permission denied");
-    check_fails(s, &format!("rm {secret}"), "Permission denied");
+    check_write_refused(s, &format!("touch {}", env.p("outside/new")));
+    check_write_refused(s, &format!("mkdir {}", env.p("new_dir")));
+    check_write_refused(s, &format!("rm {secret}"));
     check_fails(s, &format!("ls {}", env.p("outside")), "Permission denied");
     // Under the read-only root: readable, not writable.
     check_ok(s, &format!("cat {}", env.p("ro/file.txt")), "read me\n");
-    check_fails(s, &format!("touch {}", env.p("ro/x")), "Permission denied");
-    check_fails(s, &format!("rm {}", env.p("ro/file.txt")), "Permission denied");
-    check_fails(s, &format!("echo more >> {}", env.p("ro/file.txt")), "Permission denied");
+    check_write_refused(s, &format!("touch {}", env.p("ro/x")));
+    check_write_refused(s, &format!("rm {}", env.p("ro/file.txt")));
+    check_write_refused(s, &format!("echo more >> {}", env.p("ro/file.txt")));
     let run = exec(s, json!({"command": "touch x", "workingDirectory": env.p("ro")}));
     assert_eq!(run.is_error, Some(true), "{run:?}");
     assert_eq!(before.diff(&env.snapshot()), "", "a sandboxed command changed files");
@@ -745,7 +755,7 @@ fn sandbox_read_adds_a_readable_directory_for_commands_only() {
     let mut server = start_sandboxed(&env, &["--sandbox-read", &tools]);
     let s = &mut server;
     check_ok(s, &format!("cat {tools}/tool.txt"), "tool\n");
-    check_fails(s, &format!("touch {tools}/new"), "Permission denied");
+    check_write_refused(s, &format!("touch {tools}/new"));
     check_fails(s, &format!("cat {}", env.p("outside/secret.txt")), "Permission denied");
     assert_eq!(env.names("tools"), ["tool.txt"]);
     // The file tools' policy is unchanged.
@@ -795,10 +805,12 @@ fn deny_network_blocks_tcp_for_commands() {
     assert_eq!(received, None, "a connection got through");
 }
 
-/// Commands get a private TMPDIR of this server's own, under a per-user directory; it is gone
-/// once the server has exited (a sandboxed server used to leave `/tmp/replay-<pid>` behind).
+/// Commands get a private TMPDIR of this server's own, under a per-user directory. The server
+/// empties it at exit (a sandboxed server used to leave `/tmp/replay-<pid>` behind); the
+/// sandbox does not let it remove the directory from the parent, so the next server to start
+/// does, as it does for a server that was killed.
 #[test]
-fn the_commands_tmpdir_is_private_and_removed_at_exit() {
+fn the_commands_tmpdir_is_private_emptied_at_exit_and_removed_by_the_next_server() {
     let env = TestEnv::new(&["root", "ro"], &[]);
     let mut server = start_sandboxed(&env, &[]);
     let run = sh(&mut server, "printf %s \"$TMPDIR\" && touch \"$TMPDIR/left-behind\"");
@@ -817,7 +829,29 @@ fn the_commands_tmpdir_is_private_and_removed_at_exit() {
     assert_eq!(mode & 0o077, 0, "the per-user directory is private: {mode:o}");
     let (_, status) = server.finish();
     assert_eq!(status.code(), Some(0));
-    assert!(!tmpdir.exists(), "{tmpdir:?} is left behind after exit");
+    let left: Vec<_> =
+        std::fs::read_dir(&tmpdir).map(|d| d.flatten().count()).into_iter().collect();
+    assert!(left.iter().all(|&n| n == 0), "{tmpdir:?} is not empty after exit");
+
+    // A server killed outright leaves its directory whole.
+    let mut killed = start_sandboxed(&env, &[]);
+    let run = sh(&mut killed, "printf %s \"$TMPDIR\" && touch \"$TMPDIR/left-behind\"");
+    let killed_tmpdir = std::path::PathBuf::from(run.out.trim_end_matches("[exit code: 0]").trim());
+    drop(killed);
+    assert!(killed_tmpdir.join("left-behind").exists());
+
+    // The next server removes both; its own starts empty and private.
+    let mut next = start_sandboxed(&env, &[]);
+    check_ok(&mut next, "ls -A \"$TMPDIR\" | wc -l", "0\n");
+    let run = sh(&mut next, "printf %s \"$TMPDIR\"");
+    assert_eq!(run.is_error, None, "{run:?}");
+    let next_tmpdir = std::path::PathBuf::from(run.out.trim_end_matches("[exit code: 0]").trim());
+    assert!(!tmpdir.exists(), "{tmpdir:?} is left behind after the next server started");
+    assert!(!killed_tmpdir.exists(), "{killed_tmpdir:?} is left behind by a killed server");
+    let mode = std::os::unix::fs::PermissionsExt::mode(
+        &std::fs::metadata(&next_tmpdir).expect("the next TMPDIR").permissions(),
+    );
+    assert_eq!(mode & 0o777, 0o700, "{next_tmpdir:?}");
 }
 
 fn nix_uid() -> u32 {

@@ -7,6 +7,7 @@ mod exec;
 mod fs_ops;
 mod hardening;
 mod harness;
+mod isolation;
 mod oneshot;
 mod organise;
 mod paging;

@@ -7,7 +7,7 @@ use serde_json::{json, Value};
 use crate::harness::{Server, TestEnv};
 
 /// `initialize` declaring roots, then `initialized`.
-fn initialize_with_roots(server: &mut Server) {
+pub(crate) fn initialize_with_roots(server: &mut Server) {
     let params = json!({
         "protocolVersion": "2025-06-18",
         "capabilities": {"roots": {"listChanged": true}},
@@ -18,7 +18,7 @@ fn initialize_with_roots(server: &mut Server) {
 }
 
 /// Waits for the server's `roots/list` request and answers it with `dirs`.
-fn answer_roots(server: &mut Server, dirs: &[String]) {
+pub(crate) fn answer_roots(server: &mut Server, dirs: &[String]) {
     let request = loop {
         let message = server.next_message();
         if message.value["method"] == "roots/list" {

@@ -1,0 +1,131 @@
+//! Landlock: the server, and so every command it runs, may open only the allowed directories
+//! and the system paths a shell needs.
+//!
+//! The policy module still refuses every tool path outside the allowed set; this is the
+//! backstop the kernel enforces, which also holds execute_command to the same read-only and
+//! read-write lines as the file tools. Landlock restricts the calling thread and what it
+//! creates afterwards, so it is applied before any thread that does file work exists.
+//!
+//! What Landlock cannot express: a read-only root nested inside a read-write one stays
+//! writable (access rights only add up along a path), and metadata (modes, owners, times,
+//! extended attributes) is not covered at all. The mount namespace holds both (`namespace`).
+
+use std::path::{Path, PathBuf};
+
+use landlock::{
+    path_beneath_rules, Access, AccessFs, AccessNet, BitFlags, PathBeneath, PathFd, Ruleset,
+    RulesetAttr, RulesetCreatedAttr, RulesetError, RulesetStatus, ABI,
+};
+
+use super::{Landlock, SandboxConfig};
+use crate::policy::{Access as RootAccess, AllowedRoot};
+
+/// The Landlock ABI whose rights replay asks for; older kernels get what they support.
+const ABI_WANTED: ABI = ABI::V6;
+
+/// System directories a shell and common tools need to read and execute from.
+const SYSTEM_READ: &[&str] = &[
+    "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/proc",
+    "/sys", "/dev", "/var/lib", "/run",
+];
+/// Device files commands write to (`> /dev/null`, a terminal, random numbers).
+const DEV_WRITE: &[&str] =
+    &["/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/random", "/dev/urandom"];
+/// Directories under /dev that commands write in.
+pub const DEV_DIRS: &[&str] = &["/dev/pts", "/dev/shm"];
+
+/// Restricts this thread and all it starts later. `child_tmp` is this server's own TMPDIR for
+/// commands (`CommandTmp::dir`).
+pub fn apply(
+    roots: &[AllowedRoot],
+    child_tmp: Option<&Path>,
+    home: Option<&Path>,
+    config: &SandboxConfig,
+) -> Landlock {
+    match restrict(roots, child_tmp, home, config) {
+        Ok(RulesetStatus::FullyEnforced) => Landlock::Enforced,
+        Ok(RulesetStatus::PartiallyEnforced) => Landlock::Partial,
+        Ok(RulesetStatus::NotEnforced) => Landlock::Unsupported,
+        Err(e) => Landlock::Failed(e.to_string()),
+    }
+}
+
+fn restrict(
+    roots: &[AllowedRoot],
+    child_tmp: Option<&Path>,
+    home: Option<&Path>,
+    config: &SandboxConfig,
+) -> Result<RulesetStatus, RulesetError> {
+    let all = AccessFs::from_all(ABI_WANTED);
+    let read = AccessFs::from_read(ABI_WANTED);
+    let mut ruleset = Ruleset::default().handle_access(all)?;
+    if config.deny_network {
+        // Handled and never granted: no TCP connect or bind at all.
+        ruleset = ruleset.handle_access(AccessNet::from_all(ABI_WANTED))?;
+    }
+    let (read_write, read_only): (Vec<&AllowedRoot>, Vec<&AllowedRoot>) =
+        roots.iter().partition(|r| r.access == RootAccess::Write);
+    let path_dirs = path_dirs_to_grant();
+    // Git and other tools read their per-user configuration; unreadable, some of them stop.
+    let home_config: Vec<PathBuf> = home
+        .map(|h| vec![h.join(".gitconfig"), h.join(".config/git"), h.join(".cargo/config.toml")])
+        .unwrap_or_default();
+    let status = ruleset
+        .create()?
+        .add_rules(rules(SYSTEM_READ, read))?
+        .add_rules(rules(&path_dirs, read))?
+        .add_rules(rules(&config.extra_read, read))?
+        // Files or directories: the crate's helper looks which.
+        .add_rules(path_beneath_rules(&home_config, read))?
+        .add_rules(rules(
+            DEV_WRITE,
+            (read | AccessFs::WriteFile) & AccessFs::from_file(ABI_WANTED),
+        ))?
+        .add_rules(rules(DEV_DIRS, all))?
+        .add_rules(rules(child_tmp, all))?
+        .add_rules(rules(read_only.iter().map(|r| &r.path), read))?
+        .add_rules(rules(read_write.iter().map(|r| &r.path), all))?
+        .restrict_self()?;
+    Ok(status.ruleset)
+}
+
+/// One rule per directory that exists. Unlike `landlock::path_beneath_rules`, no `fstat` of its own:
+/// the crate checks the file type once more when the rule is added (narrowing a file's rights to
+/// those a file can have), and the sandbox is part of every start-up.
+/// Directories only: a file given directory rights would make the kernel refuse the rule.
+fn rules<I, P>(
+    paths: I,
+    access: BitFlags<AccessFs>,
+) -> impl Iterator<Item = Result<PathBeneath<PathFd>, RulesetError>>
+where
+    I: IntoIterator<Item = P>,
+    P: AsRef<Path>,
+{
+    paths.into_iter().filter_map(move |p| Some(Ok(PathBeneath::new(PathFd::new(p).ok()?, access))))
+}
+
+/// The `PATH` directories commands may run programs from, less those already granted: a
+/// duplicate, or a directory inside a system directory with no symlink on the way down (which
+/// would lead elsewhere and still need its own rule).
+fn path_dirs_to_grant() -> Vec<PathBuf> {
+    let Some(path) = std::env::var_os("PATH") else { return Vec::new() };
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    for dir in std::env::split_paths(&path) {
+        if !dir.is_absolute() || dirs.contains(&dir) {
+            continue;
+        }
+        let covered = SYSTEM_READ.iter().map(Path::new).any(|sys| {
+            dir.strip_prefix(sys).is_ok_and(|rest| {
+                let mut below = sys.to_path_buf();
+                rest.components().all(|c| {
+                    below.push(c);
+                    std::fs::symlink_metadata(&below).is_ok_and(|m| !m.file_type().is_symlink())
+                })
+            })
+        });
+        if !covered {
+            dirs.push(dir);
+        }
+    }
+    dirs
+}

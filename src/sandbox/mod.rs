@@ -1,0 +1,329 @@
+//! The kernel sandbox around the server and the commands it runs, in layers (SECURITY.md has
+//! the table of what each blocks):
+//!
+//! - `landlock`: the server and its commands may open only the allowed directories and the
+//!   system paths a shell needs;
+//! - `namespace`: a mount namespace where everything is read-only but the read-write roots,
+//!   so a command changes no metadata (modes, owners, times, extended attributes) outside
+//!   them, nor anything under a read-only root;
+//! - `seccomp`: where no namespace can be made, a filter in each command refusing every
+//!   metadata change, inside the read-write roots too;
+//! - `capabilities`: commands hold none, even as root.
+//!
+//! `prepare` runs at start-up: it makes the commands' TMPDIR (`tmp`). `Sandbox::apply` has a
+//! helper process make the namespace and mount in it, then applies Landlock; a server started
+//! without directories calls it when the client's first roots arrive. Each command joins the namespace, drops its capabilities and,
+//! in the fallback, installs the filter (`CommandConfinement`). All of it is Linux's; the
+//! modules named for their mechanism are Linux-only.
+
+#[cfg(target_os = "linux")]
+mod capabilities;
+#[cfg(target_os = "linux")]
+mod landlock;
+#[cfg(target_os = "linux")]
+mod namespace;
+#[cfg(target_os = "linux")]
+mod seccomp;
+pub mod tmp;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use crate::policy::AllowedRoot;
+use tmp::CommandTmp;
+
+#[derive(Debug, Clone, Default)]
+pub struct SandboxConfig {
+    pub enabled: bool,
+    pub deny_network: bool,
+    /// `--sandbox-read`: more directories commands may read and execute from.
+    pub extra_read: Vec<PathBuf>,
+}
+
+/// What came of Landlock.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Landlock {
+    Enforced,
+    /// The kernel knows an older Landlock: some rights (e.g. network) are not enforced.
+    Partial,
+    /// No Landlock in this kernel (or it is disabled).
+    Unsupported,
+    /// `--no-sandbox`.
+    Disabled,
+    /// Started without directories: applied when the client's first roots arrive.
+    Deferred,
+    Failed(String),
+}
+
+/// How commands are kept from changing metadata outside the read-write roots.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Isolation {
+    /// The read-only mount namespace.
+    Namespace,
+    /// No namespace (the reason): a seccomp filter refuses every metadata change.
+    Seccomp(String),
+    /// No namespace (the reason), and no seccomp table for this architecture.
+    Unavailable(String),
+    /// No commands are served: nothing to isolate.
+    NoCommands,
+    /// `--no-sandbox`, or not applied yet.
+    Off,
+}
+
+/// What came of the sandbox.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Status {
+    pub landlock: Landlock,
+    pub isolation: Isolation,
+}
+
+impl Status {
+    /// A server waiting for the client's roots.
+    pub fn deferred() -> Status {
+        Status { landlock: Landlock::Deferred, isolation: Isolation::Off }
+    }
+
+    fn disabled() -> Status {
+        Status { landlock: Landlock::Disabled, isolation: Isolation::Off }
+    }
+
+    /// The line list_allowed_directories adds (and stderr shows) when the sandbox is not fully
+    /// in force; `None` when it is.
+    pub fn note(&self) -> Option<String> {
+        let reads = match &self.landlock {
+            Landlock::Enforced => None,
+            Landlock::Disabled => {
+                return Some("[sandbox: off (--no-sandbox): commands run by execute_command can reach anything the user can]".into())
+            }
+            Landlock::Deferred => {
+                return Some("[sandbox: waiting for the client's roots: no directory is allowed yet]".into())
+            }
+            Landlock::Partial => Some("Landlock partly enforced: this kernel's Landlock is older than replay asks for".to_string()),
+            Landlock::Unsupported => Some("this kernel has no Landlock".to_string()),
+            Landlock::Failed(e) => Some(format!("Landlock could not be applied ({e})")),
+        };
+        let without_landlock = !matches!(self.landlock, Landlock::Enforced | Landlock::Partial);
+        let reads = reads.map(|text| match (&self.isolation, without_landlock) {
+            (Isolation::Namespace, true) => format!("{text}: commands can read anything the user can, and write only in the read-write directories"),
+            (_, true) => format!("{text}: commands can reach anything the user can"),
+            (_, false) => text,
+        });
+        let metadata = match &self.isolation {
+            Isolation::Namespace | Isolation::NoCommands | Isolation::Off => None,
+            Isolation::Seccomp(why) => Some(format!("no mount namespace ({why}): commands may not change modes, owners, times or extended attributes (chmod, chown, touch), even in read-write directories")),
+            Isolation::Unavailable(why) => Some(format!("no mount namespace ({why}) and no seccomp filter for this architecture: commands can change the modes, owners and times of anything the user owns")),
+        };
+        let parts: Vec<String> = reads.into_iter().chain(metadata).collect();
+        (!parts.is_empty()).then(|| format!("[sandbox: {}]", parts.join("; ")))
+    }
+}
+
+/// The sandbox between start-up and the roots: the commands' TMPDIR made, the way commands
+/// will be isolated chosen.
+#[derive(Debug)]
+pub struct Sandbox {
+    config: SandboxConfig,
+    home: Option<PathBuf>,
+    command_tmp: Option<Arc<CommandTmp>>,
+    #[cfg(target_os = "linux")]
+    pending: Pending,
+}
+
+/// Where commands' isolation stands before the roots are known.
+#[cfg(target_os = "linux")]
+#[derive(Debug)]
+enum Pending {
+    /// Try the namespace.
+    Namespace,
+    Decided(Isolation),
+}
+
+/// `REPLAY_COMMAND_ISOLATION=seccomp` skips the namespace, so that the tests exercise the
+/// fallback on a machine that has namespaces. A testing knob, not a setting.
+const ISOLATION_KNOB: &str = "REPLAY_COMMAND_ISOLATION";
+
+/// Start-up, before the sandbox: makes the commands' TMPDIR when `commands` are served, and
+/// chooses how commands will be isolated.
+pub fn prepare(config: &SandboxConfig, home: Option<PathBuf>, commands: bool) -> Sandbox {
+    let command_tmp = if commands { CommandTmp::create().map(Arc::new) } else { None };
+    Sandbox {
+        config: config.clone(),
+        home,
+        command_tmp,
+        #[cfg(target_os = "linux")]
+        pending: choose_isolation(config, commands),
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn choose_isolation(config: &SandboxConfig, commands: bool) -> Pending {
+    if !config.enabled {
+        return Pending::Decided(Isolation::Off);
+    }
+    // The namespace is for commands only: the server stays out of it.
+    if !commands {
+        return Pending::Decided(Isolation::NoCommands);
+    }
+    if std::env::var_os(ISOLATION_KNOB).is_some_and(|v| v == "seccomp") {
+        return Pending::Decided(without_namespace(format!("{ISOLATION_KNOB}=seccomp")));
+    }
+    Pending::Namespace
+}
+
+#[cfg(target_os = "linux")]
+fn without_namespace(why: String) -> Isolation {
+    match seccomp::filter() {
+        Some(_) => Isolation::Seccomp(why),
+        None => Isolation::Unavailable(why),
+    }
+}
+
+/// What applying the sandbox gives the tools.
+#[derive(Debug)]
+pub struct Applied {
+    pub status: Status,
+    pub confinement: CommandConfinement,
+}
+
+impl Sandbox {
+    /// This server's TMPDIR for commands.
+    pub fn command_tmp(&self) -> Option<Arc<CommandTmp>> {
+        self.command_tmp.clone()
+    }
+
+    /// The namespace, then Landlock (which would forbid the helper's mounting): this thread and
+    /// those it starts later are confined, and so are the commands they run.
+    pub fn apply(self, roots: &[AllowedRoot]) -> Applied {
+        if !self.config.enabled {
+            return Applied { status: Status::disabled(), confinement: CommandConfinement::none() };
+        }
+        self.apply_layers(roots)
+    }
+
+    #[cfg(target_os = "linux")]
+    fn apply_layers(self, roots: &[AllowedRoot]) -> Applied {
+        let tmp = self.command_tmp.as_ref().map(|t| t.dir());
+        let (isolation, namespace) = match self.pending {
+            Pending::Namespace => match namespace::create(&places(roots, tmp)) {
+                Ok(entry) => (Isolation::Namespace, Some(Arc::new(entry))),
+                Err(why) => (without_namespace(why), None),
+            },
+            Pending::Decided(isolation) => (isolation, None),
+        };
+        let landlock = landlock::apply(roots, tmp, self.home.as_deref(), &self.config);
+        let filter = match isolation {
+            Isolation::Seccomp(_) => seccomp::filter().map(Arc::new),
+            _ => None,
+        };
+        let confinement = CommandConfinement { confine: true, namespace, filter };
+        Applied { status: Status { landlock, isolation }, confinement }
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    fn apply_layers(self, _roots: &[AllowedRoot]) -> Applied {
+        let status = Status { landlock: Landlock::Unsupported, isolation: Isolation::Off };
+        Applied { status, confinement: CommandConfinement::none() }
+    }
+}
+
+/// The places that keep their own access in the namespace: the roots, this server's TMPDIR,
+/// and the directories under /dev commands write in.
+#[cfg(target_os = "linux")]
+fn places(roots: &[AllowedRoot], tmp: Option<&std::path::Path>) -> Vec<namespace::Place> {
+    use crate::policy::Access;
+    let roots = roots.iter().map(|root| namespace::Place {
+        path: root.path.clone(),
+        writable: root.access == Access::Write,
+    });
+    let writable = tmp
+        .into_iter()
+        .chain(landlock::DEV_DIRS.iter().map(std::path::Path::new))
+        .map(|path| namespace::Place { path: path.to_path_buf(), writable: true });
+    roots.chain(writable).collect()
+}
+
+/// What a command's process does to itself between `fork` and `exec`.
+#[derive(Debug, Clone)]
+pub struct CommandConfinement {
+    /// Drop every capability and set `no_new_privs`.
+    confine: bool,
+    /// The namespace to join.
+    #[cfg(target_os = "linux")]
+    namespace: Option<Arc<namespace::Entry>>,
+    /// The seccomp fallback's filter.
+    #[cfg(target_os = "linux")]
+    filter: Option<Arc<seccomp::Filter>>,
+}
+
+impl Default for CommandConfinement {
+    /// Capabilities dropped: a command started before the sandbox was applied (none is: there
+    /// is no working directory yet) holds none either.
+    fn default() -> CommandConfinement {
+        CommandConfinement {
+            confine: true,
+            #[cfg(target_os = "linux")]
+            namespace: None,
+            #[cfg(target_os = "linux")]
+            filter: None,
+        }
+    }
+}
+
+impl CommandConfinement {
+    /// `--no-sandbox`: commands run as the server would.
+    pub fn none() -> CommandConfinement {
+        CommandConfinement { confine: false, ..CommandConfinement::default() }
+    }
+
+    /// Has `cmd`'s process confine itself before it runs the program: join the namespace
+    /// (entering `cwd` again there, checked to be the directory `cwd_handle` is), drop every
+    /// capability, install the filter.
+    #[cfg(target_os = "linux")]
+    pub fn apply_to(
+        &self,
+        cmd: &mut std::process::Command,
+        cwd: &std::path::Path,
+        cwd_handle: std::os::fd::BorrowedFd<'_>,
+    ) -> std::io::Result<()> {
+        use std::os::fd::AsRawFd;
+        use std::os::unix::ffi::OsStrExt;
+        use std::os::unix::process::CommandExt;
+        if !self.confine {
+            return Ok(());
+        }
+        // Everything the child uses is made here, before the fork: it only reads them.
+        let namespace = self.namespace.clone();
+        let filter = self.filter.clone();
+        let cwd = std::ffi::CString::new(cwd.as_os_str().as_bytes())?;
+        let handle = cwd_handle.as_raw_fd();
+        // SAFETY: the hook runs in the child between fork and exec, where only async-signal-
+        // safe calls are allowed; it makes system calls only, allocating nothing and taking no
+        // lock. `handle` stays open in the parent until the spawn returns.
+        unsafe {
+            cmd.pre_exec(move || {
+                if let Some(namespace) = &namespace {
+                    namespace.join(&cwd, handle)?;
+                }
+                capabilities::drop_all()?;
+                if let Some(filter) = &filter {
+                    filter.install()?;
+                }
+                Ok(())
+            });
+        }
+        Ok(())
+    }
+
+    #[cfg(not(target_os = "linux"))]
+    pub fn apply_to(
+        &self,
+        _cmd: &mut std::process::Command,
+        _cwd: &std::path::Path,
+        _cwd_handle: std::os::fd::BorrowedFd<'_>,
+    ) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests;

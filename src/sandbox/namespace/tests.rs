@@ -1,0 +1,56 @@
+//! `plan`: which places get a mount of their own, in which order.
+
+use super::*;
+
+/// `places` as `path:rw` or `path:ro`; `expect` as `ro /` or `rw /` then the mounts in order.
+#[track_caller]
+fn check(places: &[&str], expect: &str) {
+    let places: Vec<Place> = places
+        .iter()
+        .map(|spec| {
+            let (path, access) = spec.rsplit_once(':').expect("path:access");
+            Place { path: PathBuf::from(path), writable: access == "rw" }
+        })
+        .collect();
+    let plan = plan(&places);
+    let mut got = vec![format!("{} /", if plan.read_only_root { "ro" } else { "rw" })];
+    for place in plan.binds {
+        got.push(format!("{}:{}", place.path.display(), if place.writable { "rw" } else { "ro" }));
+    }
+    assert_eq!(got.join(" "), expect, "{places:?}");
+}
+
+#[test]
+fn places_differing_from_around_them_get_a_mount() {
+    check(&[], "ro /");
+    check(&["/w:rw"], "ro / /w:rw");
+    // A read-only root needs nothing: / is read-only already.
+    check(&["/r:ro"], "ro /");
+    check(&["/w:rw", "/r:ro"], "ro / /w:rw");
+    // Nested: outermost first, whatever the order given.
+    check(&["/w/r:ro", "/w:rw"], "ro / /w:rw /w/r:ro");
+    check(&["/w:rw", "/w/r:ro", "/w/r/w2:rw"], "ro / /w:rw /w/r:ro /w/r/w2:rw");
+    // A writable place inside a writable one needs no mount of its own.
+    check(&["/w:rw", "/w/tmp:rw"], "ro / /w:rw");
+    check(&["/r:ro", "/r/w:rw", "/r/w/r2:ro"], "ro / /r/w:rw /r/w/r2:ro");
+}
+
+#[test]
+fn prefix_siblings_are_not_nested() {
+    check(&["/w:rw", "/w2:ro", "/w-x/r:ro"], "ro / /w:rw");
+    check(&["/w:rw", "/wr:rw"], "ro / /w:rw /wr:rw");
+}
+
+#[test]
+fn the_same_path_twice_is_writable_if_either_is() {
+    check(&["/w:ro", "/w:rw"], "ro / /w:rw");
+    check(&["/w:rw", "/w:ro"], "ro / /w:rw");
+    check(&["/w:rw", "/w:rw"], "ro / /w:rw");
+}
+
+#[test]
+fn a_writable_slash_leaves_everything_writable() {
+    check(&["/:rw"], "rw /");
+    check(&["/:rw", "/r:ro", "/w:rw"], "rw / /r:ro");
+    check(&["/:ro", "/w:rw"], "ro / /w:rw");
+}
