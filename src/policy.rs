@@ -111,7 +111,7 @@ pub struct ResolvedPath {
 /// Symlinks followed while resolving one path before giving up, as Linux's `MAXSYMLINKS`.
 const MAX_SYMLINK_HOPS: usize = 40;
 /// Longest path string accepted, as Linux's `PATH_MAX`.
-const MAX_PATH_BYTES: usize = 4096;
+pub const MAX_PATH_BYTES: usize = 4096;
 
 #[derive(Debug, Clone, Default)]
 pub struct Policy {

@@ -4,6 +4,7 @@
 //! already been validated against `schemas/<name>.json`; every path in them still has to go
 //! through `ctx.policy` before the filesystem sees it.
 
+pub mod budget;
 mod copy;
 mod delete;
 mod directory;

@@ -410,6 +410,11 @@ impl Server {
         result
     }
 
+    /// The server's process id, for `/proc/<pid>/*` (CPU time, peak memory).
+    pub fn pid(&self) -> u32 {
+        self.child.as_ref().expect("the server was already reaped").id()
+    }
+
     /// What the server wrote to stderr so far.
     pub fn stderr(&self) -> String {
         String::from_utf8_lossy(&self.stderr.lock().expect("stderr lock")).into_owned()

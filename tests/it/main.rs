@@ -1,6 +1,9 @@
 //! Black-box integration tests for `replay --mcp-server`; start reading at `harness`, then `policy`.
 
+mod bounds;
+mod cancel;
 mod cli;
+mod deep;
 mod edit;
 mod exec;
 mod fs_ops;
