@@ -42,6 +42,14 @@ pub enum ToolError {
         size: u64,
         cap: u64,
     },
+    /// A whole file whose text, JSON-escaped (`json` bytes), would pass the reply's bound.
+    ReplyTooLarge {
+        path: PathBuf,
+        size: u64,
+        json: usize,
+    },
+    /// The client cancelled the call (`notifications/cancelled`); the reply is never sent.
+    Cancelled,
     Io {
         op: &'static str,
         path: PathBuf,
@@ -76,6 +84,8 @@ impl ToolError {
             | ToolError::IsADirectory { .. }
             | ToolError::AlreadyExists { .. }
             | ToolError::TooLarge { .. }
+            | ToolError::ReplyTooLarge { .. }
+            | ToolError::Cancelled
             | ToolError::Io { .. }
             | ToolError::Edit(_)
             | ToolError::InvalidRegex { .. }
@@ -111,14 +121,14 @@ impl fmt::Display for ToolError {
             ToolError::NotAllowed(denied) => denied.fmt(f),
             ToolError::NotFound { path } => write!(f, "not found: {}", path.display()),
             ToolError::NoGlobMatch { pattern } => {
-                write!(f, "not found: the glob `{pattern}` matched no files")
+                write!(f, "not found: the glob `{}` matched no files", shortened(pattern))
             }
             ToolError::Edit(e) => e.fmt(f),
             ToolError::CommandDenied { name } => {
                 write!(f, "command not allowed: `{name}` is on this server's --deny-command list")
             }
             ToolError::InvalidRegex { pattern, detail } => {
-                write!(f, "invalid regex `{pattern}`: {detail}")
+                write!(f, "invalid regex `{}`: {detail}", shortened(pattern))
             }
             ToolError::InvalidParams { field, detail } => {
                 write!(f, "invalid params: `{field}` {detail}")
@@ -141,6 +151,16 @@ impl fmt::Display for ToolError {
                  tail",
                 path.display()
             ),
+            ToolError::ReplyTooLarge { path, size, json } => write!(
+                f,
+                "reply too large: {} is {size} bytes of text, which take {json} bytes escaped as \
+                 JSON (control characters take 6 bytes each, quotes and backslashes 2), over the \
+                 {} a reply may hold; read it in parts with read_file's offset and limit, or \
+                 head or tail",
+                path.display(),
+                crate::reply_size::REPLY_NAME
+            ),
+            ToolError::Cancelled => write!(f, "cancelled by the client"),
             ToolError::Io { op, path, source } => {
                 write!(f, "{op} failed: {}: {source}", path.display())
             }
@@ -150,3 +170,15 @@ impl fmt::Display for ToolError {
 }
 
 impl std::error::Error for ToolError {}
+
+/// A client's string as a message quotes it: whole up to 200 characters, else its start, so
+/// that an error never echoes megabytes (a pattern can be as long as the request).
+pub fn shortened(s: &str) -> std::borrow::Cow<'_, str> {
+    const SHOWN: usize = 200;
+    match s.char_indices().nth(SHOWN) {
+        None => std::borrow::Cow::Borrowed(s),
+        Some((end, _)) => {
+            std::borrow::Cow::Owned(format!("{}… ({} bytes in all)", &s[..end], s.len()))
+        }
+    }
+}

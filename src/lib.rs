@@ -10,6 +10,7 @@ mod base64;
 pub mod cli;
 pub mod client_config;
 mod error;
+mod fs;
 pub mod interrupt;
 pub mod js_regex;
 pub mod oneshot;

@@ -43,7 +43,9 @@ pub struct AllowedRoot {
 /// Why a path was refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum DenyReason {
-    /// The resolved path lies in no allowed root; `real` is where it resolves to.
+    /// The resolved path lies in no allowed root; `real` is where it resolves to (or where its
+    /// resolution had gone when it failed). For the tables only: the message never shows it, so
+    /// that a refusal says nothing about what lies outside.
     Outside { real: PathBuf },
     /// A write under a root the user granted read access only.
     ReadOnly { root: PathBuf },
@@ -66,11 +68,8 @@ impl fmt::Display for Denied {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let path = self.path.display();
         match &self.reason {
-            DenyReason::Outside { real } if real != &self.path => write!(
-                f,
-                "path not allowed: {path} is outside the allowed directories (it resolves to {})",
-                real.display()
-            ),
+            // Every outside path answers alike: where it leads, and whether it exists, is
+            // outside information.
             DenyReason::Outside { .. } => {
                 write!(f, "path not allowed: {path} is outside the allowed directories")
             }
@@ -112,7 +111,7 @@ pub struct ResolvedPath {
 /// Symlinks followed while resolving one path before giving up, as Linux's `MAXSYMLINKS`.
 const MAX_SYMLINK_HOPS: usize = 40;
 /// Longest path string accepted, as Linux's `PATH_MAX`.
-const MAX_PATH_BYTES: usize = 4096;
+pub const MAX_PATH_BYTES: usize = 4096;
 
 #[derive(Debug, Clone, Default)]
 pub struct Policy {
@@ -229,14 +228,27 @@ impl Policy {
                 reason: DenyReason::Outside { real: shown },
             });
         }
-        let real = resolve_physically(&absolute, follow_last).map_err(|detail| Denied {
-            path: shown.clone(),
-            reason: DenyReason::Invalid { detail },
+        let stays = |path: &Path| self.holds_or_leads_to_a_root(path);
+        let real = resolve_physically(&absolute, follow_last, &stays).map_err(|e| {
+            // A resolution that failed outside (a symlink loop there, an unreadable link of
+            // another user's process in /proc) is refused as any outside path is: its failure
+            // would tell what lies there.
+            let reason = match e.strayed {
+                Some(real) => DenyReason::Outside { real },
+                None => DenyReason::Invalid { detail: e.detail },
+            };
+            Denied { path: shown.clone(), reason }
         })?;
         // `file.txt/` names a directory: keep the slash so the OS answers "not a directory"
         // instead of quietly using the file.
         let real = if raw.ends_with('/') && real.parent().is_some() { real.join("") } else { real };
         Ok((shown, real))
+    }
+
+    /// Whether `path` lies in a root, or on the way to one (`/`, `/home` for `/home/me/proj`):
+    /// the places a resolution passes through without having left the allowed set.
+    fn holds_or_leads_to_a_root(&self, path: &Path) -> bool {
+        self.roots.iter().any(|r| path.starts_with(&r.path) || r.path.starts_with(path))
     }
 
     fn absolute(&self, raw: &str) -> PathBuf {
@@ -270,11 +282,24 @@ pub fn normalize_lexically(path: &Path) -> PathBuf {
     out
 }
 
+/// A path that could not be resolved: why, and, when the walk had left the allowed set by then
+/// (`stays` said no for a place it reached), the first such place.
+#[derive(Debug, PartialEq, Eq)]
+struct Unresolved {
+    detail: &'static str,
+    strayed: Option<PathBuf>,
+}
+
 /// Resolves `absolute` the way the kernel would: every symlink followed (the last one only when
-/// `follow_last`), `..` applied to what the path really is at that point.
-fn resolve_physically(absolute: &Path, follow_last: bool) -> Result<PathBuf, &'static str> {
+/// `follow_last`), `..` applied to what the path really is at that point. `stays` tells the
+/// places inside (or on the way to) the allowed set, for the error of a walk that fails.
+fn resolve_physically(
+    absolute: &Path,
+    follow_last: bool,
+    stays: &dyn Fn(&Path) -> bool,
+) -> Result<PathBuf, Unresolved> {
     kernel_resolved(absolute, follow_last)
-        .map_or_else(|| walk_physically(absolute, follow_last), Ok)
+        .map_or_else(|| walk_physically(absolute, follow_last, stays), Ok)
 }
 
 /// The fast way, for a path that exists: the kernel resolves it in one `open(O_PATH)` (which
@@ -313,17 +338,26 @@ fn kernel_resolved(absolute: &Path, follow_last: bool) -> Option<PathBuf> {
 /// Walks `absolute` from `/`, resolving each existing symlink the way the kernel would. The
 /// part that does not exist yet is appended as it is (with `..` still applied), so a new file is
 /// judged by where its existing parent really is.
-fn walk_physically(absolute: &Path, follow_last: bool) -> Result<PathBuf, &'static str> {
+fn walk_physically(
+    absolute: &Path,
+    follow_last: bool,
+    stays: &dyn Fn(&Path) -> bool,
+) -> Result<PathBuf, Unresolved> {
     let mut pending: VecDeque<OsString> = VecDeque::new();
     push_components(&mut pending, absolute, false);
     let mut out = PathBuf::from("/");
     let mut hops = 0;
+    let mut strayed: Option<PathBuf> = None;
+    let fail = |detail, strayed: &Option<PathBuf>| Unresolved { detail, strayed: strayed.clone() };
     while let Some(c) = pending.pop_front() {
         if c == ".." {
             out.pop();
             continue;
         }
         out.push(&c);
+        if strayed.is_none() && !stays(&out) {
+            strayed = Some(out.clone());
+        }
         if pending.is_empty() && !follow_last {
             break;
         }
@@ -337,9 +371,10 @@ fn walk_physically(absolute: &Path, follow_last: bool) -> Result<PathBuf, &'stat
         }
         hops += 1;
         if hops > MAX_SYMLINK_HOPS {
-            return Err("too many levels of symbolic links");
+            return Err(fail("too many levels of symbolic links", &strayed));
         }
-        let target = std::fs::read_link(&out).map_err(|_| "a symbolic link could not be read")?;
+        let target = std::fs::read_link(&out)
+            .map_err(|_| fail("a symbolic link could not be read", &strayed))?;
         out.pop();
         if target.is_absolute() {
             out = PathBuf::from("/");

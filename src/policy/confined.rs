@@ -12,7 +12,8 @@
 //!
 //! Creating, renaming and removing go through the parent directory's handle (`mkdirat`,
 //! `renameat2`, `unlinkat`), so the last component is never looked up by path either. Walks
-//! (`crate::walk`) open each directory relative to its parent's handle with `O_NOFOLLOW`.
+//! (`crate::walk`) open each directory relative to its parent's handle with `O_NOFOLLOW`, and
+//! so do whole-tree removals and copies (`crate::fs::tree`), from the handles this module gave.
 
 use std::ffi::{CStr, OsStr, OsString};
 use std::fs::{File, Metadata};
@@ -23,9 +24,8 @@ use std::path::{Component, Path, PathBuf};
 use std::sync::{Arc, OnceLock, RwLock};
 
 use nix::errno::Errno;
-use nix::fcntl::{openat, openat2, readlinkat, OFlag, OpenHow, ResolveFlag, AT_FDCWD};
+use nix::fcntl::{openat, openat2, OFlag, OpenHow, ResolveFlag, AT_FDCWD};
 use nix::sys::stat::{fstatat, mkdirat, FileStat, Mode, SFlag};
-use nix::unistd::{unlinkat, UnlinkatFlags};
 
 use super::ResolvedPath;
 
@@ -426,129 +426,6 @@ pub fn open_file_at(dir: BorrowedFd<'_>, name: &OsStr) -> io::Result<File> {
         | OFlag::O_CLOEXEC
         | OFlag::O_NOCTTY;
     Ok(File::from(openat(dir, name, flags, Mode::empty())?))
-}
-
-/// Removes `name` from `dir`: a file or a symlink (the link itself), or a directory with
-/// everything in it, each level opened beneath the one before, never through a symlink.
-pub fn remove_at(dir: BorrowedFd<'_>, name: &OsStr) -> io::Result<()> {
-    match unlinkat(dir, name, UnlinkatFlags::NoRemoveDir) {
-        Ok(()) => return Ok(()),
-        // Linux says EISDIR for a directory.
-        Err(Errno::EISDIR) => {}
-        Err(e) => return Err(e.into()),
-    }
-    let sub = open_subdir(dir, name)?;
-    for entry in read_entries(sub.as_fd())? {
-        remove_at(sub.as_fd(), &entry.name)?;
-    }
-    Ok(unlinkat(dir, name, UnlinkatFlags::RemoveDir)?)
-}
-
-/// Copies `from_name` in `from` to `to_name` in `to`, which must not exist: a file (contents and
-/// permission bits, then fsync), a symlink (as a link, its target unread), or a directory with
-/// everything in it. Nothing is followed, so a copy cannot read outside what it was given.
-pub fn copy_at(
-    from: BorrowedFd<'_>,
-    from_name: &OsStr,
-    to: BorrowedFd<'_>,
-    to_name: &OsStr,
-) -> io::Result<()> {
-    copy_entry(from, from_name, to, to_name, None)
-}
-
-/// Copies an open file or directory (a handle `ResolvedPath::open` gave) to `to_name` in `to`,
-/// which must not exist, as [`copy_at`] copies an entry: for a source that has no parent
-/// beneath its root (the root itself), or whose handle is already held.
-pub fn copy_open(source: &File, to: BorrowedFd<'_>, to_name: &OsStr) -> io::Result<()> {
-    let stat = nix::sys::stat::fstat(source.as_fd())?;
-    match kind_of_mode(stat.st_mode) {
-        Kind::Dir => copy_dir(source.as_fd(), stat.st_mode, to, to_name, None),
-        Kind::File => copy_file(source, stat.st_mode, to, to_name),
-        // A handle is never a symlink: the open refused one.
-        Kind::Symlink | Kind::Other => Err(not_copyable()),
-    }
-}
-
-/// `copy_at`, skipping the directory `made` (device, inode): the copy's own top directory,
-/// should it turn up inside its source (the tree renamed under the copy), so that a copy never
-/// copies itself without end.
-fn copy_entry(
-    from: BorrowedFd<'_>,
-    from_name: &OsStr,
-    to: BorrowedFd<'_>,
-    to_name: &OsStr,
-    made: Option<(u64, u64)>,
-) -> io::Result<()> {
-    let stat = stat_at(from, from_name)?;
-    match kind_of_mode(stat.st_mode) {
-        Kind::Symlink => {
-            let target = readlinkat(from, from_name)?;
-            Ok(nix::unistd::symlinkat(target.as_os_str(), to, to_name)?)
-        }
-        Kind::Dir if made == Some((stat.st_dev, stat.st_ino)) => Ok(()),
-        Kind::Dir => {
-            let source = open_subdir(from, from_name)?;
-            copy_dir(source.as_fd(), stat.st_mode, to, to_name, made)
-        }
-        Kind::File => {
-            let source = File::from(openat(
-                from,
-                from_name,
-                OFlag::O_RDONLY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC,
-                Mode::empty(),
-            )?);
-            copy_file(&source, stat.st_mode, to, to_name)
-        }
-        Kind::Other => Err(not_copyable()),
-    }
-}
-
-/// The permission bits a copy keeps: setuid and setgid are dropped, as `cp` without `-p` does,
-/// so a copy never makes a privileged program (the sticky bit stays).
-const COPIED_MODE_BITS: u32 = 0o1777;
-
-/// Makes the directory `to_name` in `to` (private until filled) and copies every entry of the
-/// open directory `source` into it; then gives it `mode`'s permission bits.
-fn copy_dir(
-    source: BorrowedFd<'_>,
-    mode: u32,
-    to: BorrowedFd<'_>,
-    to_name: &OsStr,
-    made: Option<(u64, u64)>,
-) -> io::Result<()> {
-    mkdirat(to, to_name, Mode::from_bits_truncate(0o700))?;
-    let target = open_subdir(to, to_name)?;
-    let made = match made {
-        Some(made) => made,
-        None => {
-            let stat = nix::sys::stat::fstat(target.as_fd())?;
-            (stat.st_dev, stat.st_ino)
-        }
-    };
-    for entry in read_entries(source)? {
-        copy_entry(source, &entry.name, target.as_fd(), &entry.name, Some(made))?;
-    }
-    Ok(nix::sys::stat::fchmod(target.as_fd(), Mode::from_bits_truncate(mode & COPIED_MODE_BITS))?)
-}
-
-/// Creates `to_name` in `to` (it must not exist) with the contents of `source` and `mode`'s
-/// permission bits, and syncs it.
-fn copy_file(source: &File, mode: u32, to: BorrowedFd<'_>, to_name: &OsStr) -> io::Result<()> {
-    let flags =
-        OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
-    let mut target = File::from(openat(to, to_name, flags, Mode::from_bits_truncate(0o600))?);
-    // `io::copy` between two files uses copy_file_range: no copy through user space.
-    let mut source = source;
-    io::copy(&mut source, &mut target)?;
-    nix::sys::stat::fchmod(target.as_fd(), Mode::from_bits_truncate(mode & COPIED_MODE_BITS))?;
-    target.sync_all()
-}
-
-fn not_copyable() -> io::Error {
-    io::Error::new(
-        io::ErrorKind::Unsupported,
-        "not a regular file, directory or symlink (a device, FIFO or socket)",
-    )
 }
 
 #[cfg(test)]

@@ -46,3 +46,22 @@ fn json_lengths() {
         assert_eq!(json_len(&value), value.to_string().len(), "{value}");
     }
 }
+
+#[test]
+fn base64_lengths() {
+    assert_eq!(base64_len(0), 0);
+    assert_eq!(base64_len(1), 4);
+    assert_eq!(base64_len(3), 4);
+    assert_eq!(base64_len(4), 8);
+    assert_eq!(base64_len(16 << 20), crate::base64::encode(&vec![0; 16 << 20]).len());
+}
+
+#[test]
+fn a_budget_takes_what_fits() {
+    let mut budget = Budget::of(10);
+    assert!(budget.take(4));
+    assert!(!budget.take(7));
+    assert_eq!(budget.left(), 6);
+    assert!(budget.take(6));
+    assert!(!budget.take(1));
+}

@@ -13,10 +13,10 @@ use std::os::fd::{AsFd, BorrowedFd};
 
 use nix::errno::Errno;
 use nix::fcntl::{renameat, renameat2, OFlag, RenameFlags};
-use nix::sys::stat::Mode;
 use serde::Deserialize;
 
 use crate::error::ToolError;
+use crate::fs::tree;
 use crate::policy::confined::{self, Kind, Slot};
 use crate::tools::write::temp_name;
 use crate::tools::{Ctx, Output};
@@ -91,7 +91,8 @@ pub fn copy_file(ctx: &Ctx, args: CopyFileArgs) -> Result<Output, ToolError> {
             Kind::File | Kind::Other => true,
         },
     };
-    let temp = copy_to_temp(&from, &to).map_err(failed)?;
+    let stop = || ctx.cancel.is_cancelled();
+    let temp = copy_to_temp(&from, &to, &stop).map_err(failed)?;
     if let Err(e) = rename_into_place(&to, &temp, replace) {
         discard(to.dir.as_fd(), OsStr::new(&temp));
         return Err(match e.kind() {
@@ -111,13 +112,13 @@ pub fn copy_file(ctx: &Ctx, args: CopyFileArgs) -> Result<Output, ToolError> {
 /// Copies the open source into a fresh temp name in the slot's directory; returns the name.
 /// Listings and walks skip temp names, so a copy in progress is never seen; a failed one is
 /// removed.
-fn copy_to_temp(from: &std::fs::File, to: &Slot) -> io::Result<String> {
+fn copy_to_temp(from: &std::fs::File, to: &Slot, stop: tree::Stop<'_>) -> io::Result<String> {
     let dir = to.dir.as_fd();
     loop {
         // write_file's temp names, from the same counter, so a copy left by a killed server is
         // swept like their files, and no call of this process picks a name another holds.
         let temp = temp_name();
-        match confined::copy_open(from, dir, OsStr::new(&temp)) {
+        match tree::copy_open(from, dir, OsStr::new(&temp), stop) {
             Ok(()) => return Ok(temp),
             // The name is taken (a server in another pid namespace sharing the directory):
             // the create failed at the top, so nothing of ours is there. Try the next.
@@ -153,18 +154,8 @@ fn rename_into_place(to: &Slot, temp: &str, replace: bool) -> io::Result<()> {
     }
 }
 
-/// Removes a half-made copy (replay's own temp name). A copied directory may have been given a
-/// read-only mode already, which would stop the removal of its entries: such a directory is
-/// made writable first.
+/// Removes a half-made copy (replay's own temp name), whose directories may already have been
+/// given read-only modes.
 fn discard(dir: BorrowedFd<'_>, name: &OsStr) {
-    if confined::remove_at(dir, name).is_ok() {
-        return;
-    }
-    if let Ok(sub) = confined::open_subdir(dir, name) {
-        let _ = nix::sys::stat::fchmod(sub.as_fd(), Mode::from_bits_truncate(0o700));
-        for entry in confined::read_entries(sub.as_fd()).unwrap_or_default() {
-            discard(sub.as_fd(), &entry.name);
-        }
-    }
-    let _ = confined::remove_at(dir, name);
+    let _ = tree::discard_at(dir, name);
 }

@@ -1,11 +1,15 @@
 //! delete_file: files, whole directories, and symlinks (the link, never its target).
+//!
+//! A directory is removed level by level through handles (`fs::tree`), at any depth. A
+//! cancelled call stops between two entries: what was removed stays removed, as with an
+//! interrupted `rm -r`.
 
 use std::os::fd::AsFd;
 
 use serde::Deserialize;
 
 use crate::error::ToolError;
-use crate::policy::confined;
+use crate::fs::tree;
 use crate::tools::{Ctx, Output};
 
 #[derive(Deserialize)]
@@ -15,9 +19,9 @@ pub struct DeleteArgs {
 
 pub fn delete_file(ctx: &Ctx, args: DeleteArgs) -> Result<Output, ToolError> {
     let resolved = ctx.policy.resolve_remove(&args.path)?;
-    // std's remove_dir_all does not follow symlinks inside the tree it removes.
     let failed = |e| ToolError::io("delete", &resolved.shown, e);
     let slot = resolved.slot(false).map_err(failed)?;
-    confined::remove_at(slot.dir.as_fd(), &slot.name).map_err(failed)?;
+    let stop = || ctx.cancel.is_cancelled();
+    tree::remove_at(slot.dir.as_fd(), &slot.name, &stop).map_err(failed)?;
     Ok(Output::text(format!("Deleted {}", resolved.shown.display())))
 }

@@ -13,6 +13,7 @@ use serde_json::json;
 use crate::error::ToolError;
 use crate::policy::confined::{self, Kind};
 use crate::policy::ResolvedPath;
+use crate::reply_size::{escaped_text_len, Budget, REPLY_NAME};
 use crate::tools::info::iso8601_utc;
 use crate::tools::write::TEMP_PREFIX;
 use crate::tools::{Content, Ctx, Output, Structured};
@@ -146,9 +147,16 @@ pub fn list_directory(ctx: &Ctx, args: ListArgs) -> Result<Output, ToolError> {
         SortBy::Size => entries.sort_by_key(|e| std::cmp::Reverse(e.size)),
         SortBy::Modified => entries.sort_by_key(|e| std::cmp::Reverse(e.modified)),
     }
+    // Each entry is in the reply twice, a line of the text and an object of the structured
+    // content: as many as fit the reply's bound are shown.
+    let mut budget = Budget::default();
+    let fit = entries
+        .iter()
+        .take_while(|entry| budget.take(2 * escaped_text_len(entry.name.as_bytes()) + 96))
+        .count();
     let mut text = String::new();
-    let mut data = Vec::with_capacity(entries.len());
-    for entry in &entries {
+    let mut data = Vec::with_capacity(fit);
+    for entry in &entries[..fit] {
         let (tag, kind) = match entry.kind {
             Kind::File | Kind::Other => ("[FILE] ", "file"),
             Kind::Dir => ("[DIR]  ", "directory"),
@@ -172,6 +180,13 @@ pub fn list_directory(ctx: &Ctx, args: ListArgs) -> Result<Output, ToolError> {
             item["modified"] = json!(iso8601_utc(modified));
         }
         data.push(item);
+    }
+    if fit < entries.len() {
+        text.push_str(&format!(
+            "[{} more entries not shown: the reply reached its {REPLY_NAME} bound; find what \
+             you need with glob_search or search_files]\n",
+            entries.len() - fit
+        ));
     }
     if show_sizes {
         text.push_str(&totals(&entries));
@@ -218,10 +233,19 @@ fn format_size(bytes: u64) -> String {
     format!("{scaled:.2} {}", UNITS[unit])
 }
 
+/// The most levels directory_tree renders below its root. Its JSON nests two levels per tree
+/// level, and common parsers refuse deep nesting (serde_json at 128 levels, which a reply's
+/// envelope already takes 4 of): at 50 the deepest node sits at level 104. A directory at the
+/// limit is shown as one at the `depth` limit is, without its entries, and a note says so.
+pub const MAX_TREE_LEVELS: usize = 50;
+
 /// Compact JSON `{name, type, children}`. Symlinks are leaves of type `symlink`, never followed,
 /// so the walk cannot leave the allowed set or loop. A directory at the depth limit has
 /// `"children": [], "truncated": true`; `children: []` alone means it is empty. With `format: "text"`, the text is an
 /// indented tree instead, and the structured content is the same JSON.
+///
+/// At most `MAX_TREE_LEVELS` levels are rendered, and only as many entries as fit the reply's
+/// bound (`reply_size`), the shallowest first, as `maxEntries` keeps them.
 pub fn directory_tree(ctx: &Ctx, args: TreeArgs) -> Result<Output, ToolError> {
     let resolved = ctx.policy.resolve_read(&args.path)?;
     let exclude = Exclude::new(&args.exclude_globs)?;
@@ -231,34 +255,63 @@ pub fn directory_tree(ctx: &Ctx, args: TreeArgs) -> Result<Output, ToolError> {
         Some(name) => name.to_string_lossy().into_owned(),
         None => resolved.shown.display().to_string(),
     };
+    let levels_cut = args.depth.is_none_or(|depth| depth > MAX_TREE_LEVELS);
+    let depth = Some(args.depth.map_or(MAX_TREE_LEVELS, |depth| depth.min(MAX_TREE_LEVELS)));
     let tally = Tally::new(ctx.progress, |n| format!("walked {n} entries"));
     let options = WalkOptions {
-        max_depth: args.depth,
+        max_depth: depth,
         exclude,
         respect_gitignore: args.respect_gitignore,
         cancel: Some(ctx.cancel),
         tally: Some(&tally),
     };
-    let entries = walk::entries(&resolved, &options)
+    let (entries, summary) = walk::entries(&resolved, &options)
         .map_err(|e| ToolError::io("read directory", &resolved.shown, e))?;
-    let cut = args.max_entries.and_then(|max| Cut::new(&entries, max));
-    let mut tree = TreeWriter::new(args.format == TreeFormat::Text, args.depth, cut.as_ref());
+    if ctx.cancel.is_cancelled() {
+        return Err(ToolError::Cancelled);
+    }
+    let text_format = args.format == TreeFormat::Text;
+    let fitting = entries_that_fit(&entries, text_format, escaped_text_len(name.as_bytes()));
+    let max = match (args.max_entries, fitting) {
+        (Some(asked), Some(fit)) => Some(asked.min(fit)),
+        (asked, fit) => asked.or(fit),
+    };
+    let cut = max.and_then(|max| Cut::new(&entries, max));
+    let mut tree = TreeWriter::new(text_format, depth, cut.as_ref());
     tree.root(&name);
     for (i, entry) in entries.iter().enumerate() {
         tree.entry(i, entry);
     }
     let (json, text) = tree.finish();
     let mut output = tree_output(json, text);
+    let mut notes = Vec::new();
     if let Some(cut) = &cut {
         let marks = match args.format {
             TreeFormat::Json => "directories with \"truncated\": true have entries not shown",
             TreeFormat::Text => "a directory marked ... has entries not shown",
         };
-        let note = format!(
-            "[truncated: {} of {} entries shown (maxEntries), the shallowest first; {marks}]",
-            cut.n_shown,
-            entries.len()
-        );
+        let (n, all) = (cut.n_shown, entries.len());
+        notes.push(if fitting.is_some_and(|fit| fit == n) {
+            format!(
+                "[truncated: {n} of {all} entries shown (all that fit the reply's {REPLY_NAME} \
+                 bound), the shallowest first; {marks}; call directory_tree on a subdirectory \
+                 for more]"
+            )
+        } else {
+            format!("[truncated: {n} of {all} entries shown (maxEntries), the shallowest first; {marks}]")
+        });
+    }
+    let at_the_limit = |e: &Entry| e.depth == MAX_TREE_LEVELS && e.kind == EntryKind::Dir;
+    if levels_cut && entries.iter().any(at_the_limit) {
+        notes.push(format!(
+            "[directories {MAX_TREE_LEVELS} levels down are shown without their entries: \
+             directory_tree renders at most {MAX_TREE_LEVELS} levels; call it on such a \
+             directory to go deeper]"
+        ));
+    }
+    notes.extend(summary.note());
+    if !notes.is_empty() {
+        let note = notes.join("\n");
         match args.format {
             // The first item stays the JSON alone.
             TreeFormat::Json => output.content.push(Content::Text(note)),
@@ -271,6 +324,35 @@ pub fn directory_tree(ctx: &Ctx, args: TreeArgs) -> Result<Output, ToolError> {
         }
     }
     Ok(output)
+}
+
+/// How many entries, the shallowest first (the order `Cut` keeps them in), fit the reply's
+/// bound; `None` when all do. Each entry is counted as it will be written, escaped: in the
+/// JSON, which the reply holds twice (the text of the json format is that JSON as a string,
+/// where every quote takes two bytes, and the structured content is the JSON itself), or in
+/// the text tree (indented, names escaped) and the JSON once.
+fn entries_that_fit(entries: &[Entry], text_format: bool, root_name: usize) -> Option<usize> {
+    let cost = |entry: &Entry| {
+        let name = entry.rel().file_name().map_or(0, |n| escaped_text_len(n.as_encoded_bytes()));
+        // `{"name":"…","type":"directory","children":[…]},`, quotes doubled in the text.
+        let json = name + 48;
+        if text_format {
+            json + 2 * name + 2 * entry.depth + 4
+        } else {
+            json + 2 * name + 96
+        }
+    };
+    let total: usize = entries.iter().map(cost).sum();
+    let mut budget = Budget::default();
+    if !budget.take(3 * root_name + 256) {
+        return Some(0);
+    }
+    if total <= budget.left() {
+        return None;
+    }
+    let mut order: Vec<usize> = (0..entries.len()).collect();
+    order.sort_by_key(|&i| entries[i].depth);
+    Some(order.iter().take_while(|&&i| budget.take(cost(&entries[i]))).count())
 }
 
 /// What `maxEntries` leaves of a walk that found more. Entries are kept breadth-first (all of

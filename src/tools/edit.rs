@@ -1,23 +1,36 @@
 //! edit_file and edit_files: apply a sequence of edits in memory, then write once, atomically,
 //! only if every edit succeeded; or, with dryRun, show the unified diff and write nothing.
+//!
+//! A cancelled call stops its edits at the next regex match (or within a few thousand steps of
+//! any other search), and its diff within `DIFF_DEADLINE`. Diffs share the reply's bound
+//! (`reply_size`): what does not fit is left out, with a note.
 
 pub mod matching;
 
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use nix::fcntl::OFlag;
 
 use serde::Deserialize;
 
-use crate::error::ToolError;
+use crate::error::{shortened, ToolError};
 use crate::policy::ResolvedPath;
+use crate::reply_size::{escaped_text_len, Budget, REPLY_NAME};
 use crate::tools::read::MAX_READ_BYTES;
 use crate::tools::write::atomic_write;
 use crate::tools::{Content, Ctx, Output};
 use crate::walk;
 
-use self::matching::{apply_edits, Edit};
+use self::matching::{apply_edits_until, Edit, EditError, MAX_EDITED_BYTES};
+
+/// How long the diff of one file may search for the shortest edit script (Myers' algorithm,
+/// whose time grows with the file's length times the number of changed lines: 100,000 changed
+/// lines took 51 s). Past it, the rest of the file is diffed coarsely (removed, then added as a
+/// block), which is still a correct diff. Typical dry runs (a few hunks in a big file) take
+/// milliseconds.
+const DIFF_DEADLINE: Duration = Duration::from_millis(500);
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -58,7 +71,8 @@ pub struct EditFilesArgs {
 pub fn edit_file(ctx: &Ctx, args: EditFileArgs) -> Result<Output, ToolError> {
     let edits = to_edits(args.edits);
     let resolved = resolve(ctx, &args.path, args.dry_run)?;
-    Ok(Output::text(edit_one(&resolved, &edits, args.dry_run)?))
+    let mut budget = Budget::default();
+    Ok(Output::text(edit_one(ctx, &resolved, &edits, args.dry_run, &mut budget)?))
 }
 
 /// Every path and glob is resolved before any file is touched: a glob that matches nothing
@@ -68,29 +82,41 @@ pub fn edit_file(ctx: &Ctx, args: EditFileArgs) -> Result<Output, ToolError> {
 pub fn edit_files(ctx: &Ctx, args: EditFilesArgs) -> Result<Output, ToolError> {
     let edits = to_edits(args.edits);
     let mut files: Vec<ResolvedPath> = Vec::new();
+    let mut too_long = walk::Summary::default();
     for entry in &args.paths {
         if ctx.cancel.is_cancelled() {
             break;
         }
         if walk::is_glob(entry) {
-            files.extend(expand_glob(ctx, entry, args.dry_run)?);
+            let (matched, summary) = expand_glob(ctx, entry, args.dry_run)?;
+            files.extend(matched);
+            too_long.too_long += summary.too_long;
         } else {
             files.push(resolve(ctx, entry, args.dry_run)?);
         }
+    }
+    let long_paths = too_long.note();
+    if ctx.cancel.is_cancelled() {
+        return Err(ToolError::Cancelled);
     }
     let mut seen = std::collections::HashSet::new();
     files.retain(|f| seen.insert(f.real.clone()));
     let total = files.len() as u64;
     let mut content = Vec::with_capacity(files.len());
+    let mut budget = Budget::default();
     for (done, file) in (1..).zip(&files) {
         if ctx.cancel.is_cancelled() {
-            break;
+            return Err(ToolError::Cancelled);
         }
-        content.push(match edit_one(file, &edits, args.dry_run) {
+        content.push(match edit_one(ctx, file, &edits, args.dry_run, &mut budget) {
             Ok(text) => Content::Text(text),
+            Err(ToolError::Cancelled) => return Err(ToolError::Cancelled),
             Err(e) => Content::Text(format!("{}: [error {}] {e}", file.shown.display(), e.code())),
         });
         ctx.progress.report(done, Some(total), || format!("processed {done} of {total} files"));
+    }
+    if let Some(note) = long_paths {
+        content.push(Content::Text(note));
     }
     Ok(Output { content, is_error: false, structured: None })
 }
@@ -102,17 +128,23 @@ fn resolve(ctx: &Ctx, path: &str, dry_run: bool) -> Result<ResolvedPath, ToolErr
     Ok(resolved?)
 }
 
-/// The files a glob matches, sorted. Relative globs are anchored to the project directory.
-/// Each match passes the policy on its own, so a symlink that leads out is refused.
-fn expand_glob(ctx: &Ctx, pattern: &str, dry_run: bool) -> Result<Vec<ResolvedPath>, ToolError> {
+/// The files a glob matches, sorted, and what the walk left out. Relative globs are anchored to
+/// the project directory. Each match passes the policy on its own, so a symlink that leads out
+/// is refused.
+fn expand_glob(
+    ctx: &Ctx,
+    pattern: &str,
+    dry_run: bool,
+) -> Result<(Vec<ResolvedPath>, walk::Summary), ToolError> {
     let (base, rest) = walk::split_glob(pattern);
     let base_str =
         if base.as_os_str().is_empty() { ".".to_string() } else { base.display().to_string() };
     let base = ctx.policy.resolve_read(&base_str)?;
     let set = walk::glob_set("paths", &[rest])?;
     let options = walk::WalkOptions { cancel: Some(ctx.cancel), ..walk::WalkOptions::default() };
-    let matches: Vec<PathBuf> = walk::entries(&base, &options)
-        .map_err(|e| ToolError::io("search", &base.shown, e))?
+    let (entries, summary) =
+        walk::entries(&base, &options).map_err(|e| ToolError::io("search", &base.shown, e))?;
+    let matches: Vec<PathBuf> = entries
         .into_iter()
         .filter(|entry| entry.kind != walk::EntryKind::Dir && set.is_match(entry.rel()))
         .map(walk::Entry::into_rel)
@@ -120,10 +152,11 @@ fn expand_glob(ctx: &Ctx, pattern: &str, dry_run: bool) -> Result<Vec<ResolvedPa
     if matches.is_empty() {
         return Err(ToolError::NoGlobMatch { pattern: pattern.to_string() });
     }
-    matches
+    let files = matches
         .into_iter()
         .map(|rel| resolve(ctx, &base.shown.join(rel).to_string_lossy(), dry_run))
-        .collect()
+        .collect::<Result<_, _>>()?;
+    Ok((files, summary))
 }
 
 fn to_edits(args: Vec<EditArgs>) -> Vec<Edit> {
@@ -138,17 +171,28 @@ fn to_edits(args: Vec<EditArgs>) -> Vec<Edit> {
         .collect()
 }
 
-/// Edits one file; returns the reply text.
-fn edit_one(file: &ResolvedPath, edits: &[Edit], dry_run: bool) -> Result<String, ToolError> {
+/// Edits one file; returns the reply text. A dry run's diff takes from `budget`.
+fn edit_one(
+    ctx: &Ctx,
+    file: &ResolvedPath,
+    edits: &[Edit],
+    dry_run: bool,
+    budget: &mut Budget,
+) -> Result<String, ToolError> {
     let shown = &file.shown;
     let original = match read_text(file) {
         Ok(text) => text,
         Err(ToolError::NotFound { .. }) if dry_run => return Ok(intended_edits(shown, edits)),
         Err(e) => return Err(e),
     };
-    let edited = apply_edits(&original, edits).map_err(ToolError::Edit)?;
+    let stop = || ctx.cancel.is_cancelled();
+    let edited =
+        apply_edits_until(&original, edits, MAX_EDITED_BYTES, &stop).map_err(|e| match e {
+            EditError::Stopped => ToolError::Cancelled,
+            e => ToolError::Edit(e),
+        })?;
     if dry_run {
-        return Ok(unified_diff(shown, &original, &edited));
+        return unified_diff(shown, &original, &edited, &stop, budget);
     }
     if edited != original {
         let slot = file.slot(false).map_err(|e| ToolError::io("write", shown, e))?;
@@ -187,17 +231,69 @@ fn read_text(file: &ResolvedPath) -> Result<String, ToolError> {
     })
 }
 
-/// The `--- path` / `+++ path` / `@@ … @@` diff, or `(no changes)`.
-fn unified_diff(shown: &Path, original: &str, edited: &str) -> String {
+/// The `--- path` / `+++ path` / `@@ … @@` diff, or `(no changes)`, within `budget`: the lines
+/// that do not fit are left out, and a note says so. Written line by line, as similar's
+/// `UnifiedDiff` writes it, asking `stop` every thousand lines.
+fn unified_diff(
+    shown: &Path,
+    original: &str,
+    edited: &str,
+    stop: &dyn Fn() -> bool,
+    budget: &mut Budget,
+) -> Result<String, ToolError> {
     if original == edited {
-        return "(no changes)".to_string();
+        return Ok("(no changes)".to_string());
     }
     let path = shown.display().to_string();
-    similar::TextDiff::from_lines(original, edited)
-        .unified_diff()
-        .context_radius(3)
-        .header(&path, &path)
-        .to_string()
+    let mut out = format!("--- {path}\n+++ {path}\n");
+    if !budget.take(escaped_text_len(out.as_bytes())) {
+        return Ok(format!(
+            "{path}: [diff not shown: the reply reached its {REPLY_NAME} bound; dry-run this \
+             file alone]"
+        ));
+    }
+    let diff = similar::TextDiff::configure()
+        .algorithm(similar::Algorithm::Myers)
+        .timeout(DIFF_DEADLINE)
+        .diff_lines(original, edited);
+    if stop() {
+        return Err(ToolError::Cancelled);
+    }
+    let mut unified = diff.unified_diff();
+    unified.context_radius(3);
+    let newline_terminated = diff.newline_terminated();
+    let hunks: Vec<_> = unified.iter_hunks().collect();
+    let mut line = String::new();
+    for (shown_hunks, hunk) in hunks.iter().enumerate() {
+        for (idx, change) in hunk.iter_changes().enumerate() {
+            if idx % 1024 == 0 && stop() {
+                return Err(ToolError::Cancelled);
+            }
+            line.clear();
+            if idx == 0 {
+                line.push_str(&format!("{}\n", hunk.header()));
+            }
+            line.push_str(&change.tag().to_string());
+            line.push_str(change.value());
+            if !newline_terminated {
+                line.push('\n');
+            }
+            if newline_terminated && change.missing_newline() {
+                line.push_str("\n\\ No newline at end of file\n");
+            }
+            if !budget.take(escaped_text_len(line.as_bytes())) {
+                out.push_str(&format!(
+                    "[diff cut at the reply's {REPLY_NAME} bound: {shown_hunks} of {} hunks \
+                     shown whole; dry-run fewer edits, or fewer files, at a time]",
+                    hunks.len()
+                ));
+                *budget = Budget::of(0);
+                return Ok(out);
+            }
+            out.push_str(&line);
+        }
+    }
+    Ok(out)
 }
 
 /// What a dry run shows for a file that does not exist yet: the edits it would apply.
@@ -214,8 +310,8 @@ fn intended_edits(shown: &Path, edits: &[Edit]) -> String {
         text.push_str(&format!(
             "\nedit #{}: replace {:?} with {:?} ({mode}, limit {limit})",
             idx + 1,
-            edit.old_text,
-            edit.new_text
+            shortened(&edit.old_text),
+            shortened(&edit.new_text)
         ));
     }
     text

@@ -4,6 +4,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use crate::error::ToolError;
+use crate::reply_size::{escaped_text_len, Budget, REPLY_NAME};
 use crate::tools::{resolve_dir, Ctx, Output, Structured};
 use crate::walk::{self, EntryKind, Exclude, Tally, WalkOptions};
 
@@ -68,10 +69,13 @@ pub fn search_files(ctx: &Ctx, args: SearchFilesArgs) -> Result<Output, ToolErro
     };
     let needle = args.name_contains.to_lowercase();
     let ascii = needle.is_ascii();
-    let mut hits: Vec<String> = Vec::new();
-    for entry in
-        walk::entries(&dir, &options).map_err(|e| ToolError::io("search", &dir.shown, e))?
-    {
+    let (entries, summary) =
+        walk::entries(&dir, &options).map_err(|e| ToolError::io("search", &dir.shown, e))?;
+    if ctx.cancel.is_cancelled() {
+        return Err(ToolError::Cancelled);
+    }
+    let mut hits = Hits::default();
+    for entry in entries {
         let Some(name) = entry.rel().file_name().map(|n| n.to_string_lossy()) else { continue };
         // ASCII needles (nearly all) compare without allocating a lowercased copy per name.
         let found = if ascii {
@@ -83,11 +87,60 @@ pub fn search_files(ctx: &Ctx, args: SearchFilesArgs) -> Result<Output, ToolErro
             hits.push(dir.shown.join(entry.rel()).to_string_lossy().into_owned());
         }
     }
-    let text = if hits.is_empty() { NO_MATCHES.to_string() } else { hits.join("\n") };
+    let mut text = hits.text();
+    if hits.left_out > 0 {
+        text.push_str(&format!(
+            "\n[{} more matches not shown: the reply reached its {REPLY_NAME} bound; narrow \
+             nameContains or directory, or add excludeGlobs]",
+            hits.left_out
+        ));
+    }
+    push_note(&mut text, summary.note());
     Ok(Output {
-        structured: Some(Structured::Value(json!({ "matches": hits }))),
+        structured: Some(Structured::Value(json!({ "matches": hits.paths }))),
         ..Output::text(text)
     })
+}
+
+/// The paths a search found, as many as fit the reply's bound (`reply_size`): each is in
+/// the reply twice, in the text and in the structured content.
+#[derive(Default)]
+struct Hits {
+    paths: Vec<String>,
+    /// Found, but over the bound.
+    left_out: usize,
+    budget: Budget,
+}
+
+impl Hits {
+    fn push(&mut self, path: String) {
+        // A line of the text, and a string of the structured array.
+        if self.left_out > 0 || !self.budget.take(2 * (escaped_text_len(path.as_bytes()) + 4)) {
+            self.left_out += 1;
+            return;
+        }
+        self.paths.push(path);
+    }
+
+    fn len(&self) -> usize {
+        self.paths.len() + self.left_out
+    }
+
+    fn text(&self) -> String {
+        if self.paths.is_empty() {
+            NO_MATCHES.to_string()
+        } else {
+            self.paths.join("\n")
+        }
+    }
+}
+
+/// Appends a note on a line of its own, when there is one.
+fn push_note(text: &mut String, note: Option<String>) {
+    if let Some(note) = note {
+        text.push('\n');
+        text.push_str(&note);
+    }
 }
 
 /// The progress message of a walk.
@@ -114,11 +167,14 @@ pub fn glob_search(ctx: &Ctx, args: GlobSearchArgs) -> Result<Output, ToolError>
         tally: Some(&tally),
         ..WalkOptions::default()
     };
-    let mut hits: Vec<String> = Vec::new();
+    let (entries, summary) =
+        walk::entries(&dir, &options).map_err(|e| ToolError::io("search", &dir.shown, e))?;
+    if ctx.cancel.is_cancelled() {
+        return Err(ToolError::Cancelled);
+    }
+    let mut hits = Hits::default();
     let mut truncated = false;
-    for entry in
-        walk::entries(&dir, &options).map_err(|e| ToolError::io("search", &dir.shown, e))?
-    {
+    for entry in entries {
         if entry.kind != EntryKind::File || !set.is_match(entry.rel()) {
             continue;
         }
@@ -128,13 +184,22 @@ pub fn glob_search(ctx: &Ctx, args: GlobSearchArgs) -> Result<Output, ToolError>
         }
         hits.push(dir.shown.join(entry.rel()).to_string_lossy().into_owned());
     }
-    let mut text = if hits.is_empty() { NO_MATCHES.to_string() } else { hits.join("\n") };
+    let mut text = hits.text();
     if truncated {
         text.push_str(&format!(
             "\n[results truncated at max={}: narrow the globs, or raise max (0 = unlimited)]",
             args.max
         ));
     }
-    let structured = json!({ "files": hits, "truncated": truncated });
+    if hits.left_out > 0 {
+        truncated = true;
+        text.push_str(&format!(
+            "\n[{} more files not shown: the reply reached its {REPLY_NAME} bound; narrow the \
+             globs or the directory]",
+            hits.left_out
+        ));
+    }
+    push_note(&mut text, summary.note());
+    let structured = json!({ "files": hits.paths, "truncated": truncated });
     Ok(Output { structured: Some(Structured::Value(structured)), ..Output::text(text) })
 }

@@ -16,6 +16,7 @@ use serde::Deserialize;
 use crate::error::ToolError;
 use crate::js_regex::{FastRegex, JsRegex};
 use crate::policy::ResolvedPath;
+use crate::reply_size::{escaped_text_len, Budget, REPLY_NAME};
 use crate::tools::find::NO_MATCHES;
 use crate::tools::read::MAX_READ_BYTES;
 use crate::tools::{resolve_dir, Ctx, Output, Structured};
@@ -92,7 +93,7 @@ pub fn grep_files(ctx: &Ctx, args: GrepArgs) -> Result<Output, ToolError> {
     let exact = JsRegex::new(&args.regex, args.case_insensitive)
         .map_err(|e| ToolError::InvalidRegex { pattern: e.pattern, detail: e.detail })?;
     let fast = FastRegex::new(&args.regex, args.case_insensitive);
-    let regex = Matchers { exact, fast, gave_up: AtomicUsize::new(0) };
+    let regex = Matchers { exact, fast, gave_up: AtomicUsize::new(0), cancel: ctx.cancel };
     let options = WalkOptions {
         respect_gitignore: args.respect_gitignore,
         exclude: Exclude::new(&args.exclude_globs)?,
@@ -103,12 +104,20 @@ pub fn grep_files(ctx: &Ctx, args: GrepArgs) -> Result<Output, ToolError> {
     let mode = args.output_mode;
     let tally = Tally::new(ctx.progress, |n| format!("searched {n} files"));
     let limits = Limits { cap: args.max_results, context: args.context_lines, mode };
-    let found = search(&regex, &scopes, &options, &tally, &limits)?;
+    let mut found = search(&regex, &scopes, &options, &tally, &limits)?;
+    if ctx.cancel.is_cancelled() {
+        return Err(ToolError::Cancelled);
+    }
+    fit_to_budget(&mut found, mode, Budget::default());
     let with_context = args.context_lines > 0;
     let mut text = match mode {
         OutputMode::Content => render(&found, args.max_results, with_context, skipped),
         _ => render_per_file(&found, mode, args.max_results, skipped),
     };
+    if let Some(note) = found.too_long.note() {
+        text.push('\n');
+        text.push_str(&note);
+    }
     let gave_up = regex.gave_up.load(Ordering::Relaxed);
     if gave_up > 0 {
         text.push_str(&format!(
@@ -209,6 +218,37 @@ struct Found {
     /// Per file, in path order, only files with hits.
     files: Vec<FileHits>,
     truncated: bool,
+    /// Cut to fit the reply's bound (`fit_to_budget`), not by `maxResults`.
+    over_budget: bool,
+    /// What the walks left out.
+    too_long: walk::Summary,
+}
+
+/// Keeps the first hits that fit the reply's bound, counted as they will be written: each
+/// line (or file) is in the reply twice, in the text and in the structured content. What is cut
+/// is cut as `maxResults` cuts: whole matching lines, in path order, with their context before.
+fn fit_to_budget(found: &mut Found, mode: OutputMode, mut budget: Budget) {
+    for i in 0..found.files.len() {
+        let file = &found.files[i];
+        let path = escaped_text_len(file.path.as_bytes());
+        let fits = match mode {
+            OutputMode::Content => file.lines.iter().position(|line| {
+                !budget.take(2 * (path + escaped_text_len(file.text_of(line).as_bytes()) + 48))
+            }),
+            _ => (!budget.take(2 * (path + 32))).then_some(0),
+        };
+        let Some(fit) = fits else { continue };
+        let keep = file.lines[..fit].iter().filter(|line| line.matched).count();
+        found.files.truncate(i + 1);
+        if let Some(last) = found.files.pop() {
+            if keep > 0 && mode == OutputMode::Content {
+                found.files.push(cut(last, keep));
+            }
+        }
+        found.truncated = true;
+        found.over_budget = true;
+        return;
+    }
 }
 
 /// Walks every scope and searches each candidate file as the walker finds it, on all cores,
@@ -217,7 +257,7 @@ struct Found {
 /// files sorting last are dropped, and a file sorting after all kept ones is not even read.
 /// Symlinks are never followed, so nothing outside the allowed set is opened.
 fn search(
-    regex: &Matchers,
+    regex: &Matchers<'_>,
     scopes: &[Scope],
     options: &WalkOptions<'_>,
     tally: &Tally<'_>,
@@ -228,6 +268,7 @@ fn search(
     // Scopes can overlap only when there are several of them.
     let seen: Mutex<HashSet<PathBuf>> = Mutex::new(HashSet::new());
     let over_cap = AtomicBool::new(false);
+    let mut too_long = walk::Summary::default();
     for scope in scopes {
         if options.cancel.is_some_and(|c| c.is_cancelled()) {
             break;
@@ -271,7 +312,8 @@ fn search(
                 }
             }
         });
-        searched.map_err(|e| ToolError::io("search", &scope.root.shown, e))?;
+        let summary = searched.map_err(|e| ToolError::io("search", &scope.root.shown, e))?;
+        too_long.too_long += summary.too_long;
     }
     let mut kept = kept.into_inner().unwrap_or_else(|e| e.into_inner());
     let mut truncated = kept.truncated;
@@ -290,7 +332,7 @@ fn search(
             break;
         }
     }
-    Ok(Found { files, truncated })
+    Ok(Found { files, truncated, over_budget: false, too_long })
 }
 
 fn lock(kept: &Mutex<Kept>) -> std::sync::MutexGuard<'_, Kept> {
@@ -381,7 +423,7 @@ fn cut(mut hits: FileHits, keep: usize) -> FileHits {
 }
 
 fn search_file(
-    regex: &Matchers,
+    regex: &Matchers<'_>,
     scope: &Scope,
     entry: &walk::Entry,
     buf: &mut Vec<u8>,
@@ -427,16 +469,19 @@ fn read_full(file: &mut File, buf: &mut [u8]) -> std::io::Result<usize> {
 }
 
 /// The exact engine, and its fast twin where the pattern has one.
-struct Matchers {
+struct Matchers<'c> {
     exact: JsRegex,
     fast: Option<FastRegex>,
     /// Files the exact engine gave up on (backtracking limit): searched only partly.
     gave_up: AtomicUsize,
+    /// The exact engine's search of a file (up to 16 MiB, each match up to its backtracking
+    /// limit) stops when the call is cancelled.
+    cancel: &'c crate::tools::Cancel,
 }
 
 /// 0-based numbers of the lines a match touches, ascending. A match spanning lines marks each
 /// of them; the empty match after a final newline is not a line.
-fn matching_lines(regex: &Matchers, bytes: &[u8]) -> Vec<usize> {
+fn matching_lines(regex: &Matchers<'_>, bytes: &[u8]) -> Vec<usize> {
     // CRLF lines are matched as if they ended in `\n` (ripgrep's --crlf): JS's multiline
     // `^`/`$` also meet between a `\r` and its `\n`, so `^\s*$` would start there and mark
     // the line before a blank one. Line numbers are unchanged, and the fast engine applies.
@@ -458,7 +503,7 @@ fn crlf_to_lf(bytes: &[u8]) -> Vec<u8> {
     out
 }
 
-fn matching_lines_of(regex: &Matchers, bytes: &[u8]) -> Vec<usize> {
+fn matching_lines_of(regex: &Matchers<'_>, bytes: &[u8]) -> Vec<usize> {
     let mut spans: Vec<(usize, usize)> = Vec::new();
     match &regex.fast {
         // Same expectations as the exact engine, far cheaper: see `FastRegex`.
@@ -467,7 +512,10 @@ fn matching_lines_of(regex: &Matchers, bytes: &[u8]) -> Vec<usize> {
         }
         _ => {
             let text = String::from_utf8_lossy(bytes);
-            for m in regex.exact.regex().find_iter(&text) {
+            for (i, m) in regex.exact.regex().find_iter(&text).enumerate() {
+                if i % 1024 == 1023 && regex.cancel.is_cancelled() {
+                    break;
+                }
                 match m {
                     Ok(m) => spans.push((m.start(), m.end())),
                     Err(_) => {
@@ -563,7 +611,11 @@ fn push_shown_line(out: &mut String, line: &str) {
 fn render(found: &Found, cap: usize, with_context: bool, skipped: usize) -> String {
     let n: usize = found.files.iter().map(|f| f.n).sum();
     let mut out = String::new();
-    if found.truncated {
+    if found.over_budget {
+        out.push_str(&format!(
+            "[results truncated: showing the first {n} matching lines, as many as fit the reply's {REPLY_NAME} bound; narrow the regex, directory or globs, or lower contextLines]\n"
+        ));
+    } else if found.truncated {
         out.push_str(&format!(
             "[results truncated: showing the first {cap} matching lines; narrow the regex, directory or globs, or raise maxResults (max 10000)]\n"
         ));
@@ -702,12 +754,16 @@ fn per_file_data(data: &mut JsonObject, found: &Found, mode: OutputMode) {
 /// `[N matches in M files]` closes the list.
 fn render_per_file(found: &Found, mode: OutputMode, cap: usize, skipped: usize) -> String {
     let mut out = String::new();
-    if found.truncated {
+    let n_files = found.files.len();
+    if found.over_budget {
+        out.push_str(&format!(
+            "[results truncated: showing the first {n_files} files, as many as fit the reply's {REPLY_NAME} bound; narrow the regex, directory or globs]\n"
+        ));
+    } else if found.truncated {
         out.push_str(&format!(
             "[results truncated: showing the first {cap} files; narrow the regex, directory or globs, or raise maxResults (max 10000)]\n"
         ));
     }
-    let n_files = found.files.len();
     let n_matches: usize = found.files.iter().map(|f| f.n).sum();
     for file in &found.files {
         out.push_str(&file.path);

@@ -14,6 +14,7 @@ use serde::Deserialize;
 use crate::base64;
 use crate::error::ToolError;
 use crate::policy::ResolvedPath;
+use crate::reply_size::{self, escaped_text_len, Budget, REPLY_BYTES, REPLY_NAME};
 use crate::tools::{Content, Ctx, Output};
 use paging::{Limits, PageError, Range};
 
@@ -21,6 +22,9 @@ use paging::{Limits, PageError, Range};
 /// base64 of a binary file grows it by a third again. A partial read returns at most this much,
 /// and counts the lines of a file up to this size.
 pub const MAX_READ_BYTES: u64 = 16 * 1024 * 1024;
+
+// A whole file of the largest size read_file returns fits a reply even as base64.
+const _: () = assert!(reply_size::base64_len(MAX_READ_BYTES as usize) <= REPLY_BYTES);
 
 /// How much of a file's start a partial read looks at to tell a binary file: one with a NUL byte
 /// there is binary, whatever the lines asked for hold (grep_files looks at as much).
@@ -98,9 +102,14 @@ pub fn read_file(ctx: &Ctx, args: ReadFileArgs) -> Result<Output, ToolError> {
     let range = args.range()?;
     let resolved = ctx.policy.resolve_read(&args.path)?;
     if let Some(range) = range {
-        return read_lines(&resolved, &args, range);
+        return read_lines(ctx, &resolved, &args, range);
     }
     let bytes = read_capped(&resolved)?;
+    let json = escaped_text_len(&bytes);
+    if json > REPLY_BYTES && text_like(&bytes) {
+        let path = resolved.shown;
+        return Err(ToolError::ReplyTooLarge { path, size: bytes.len() as u64, json });
+    }
     Ok(Output {
         content: vec![content_for(&resolved.real, bytes)],
         is_error: false,
@@ -112,6 +121,7 @@ pub fn read_file(ctx: &Ctx, args: ReadFileArgs) -> Result<Output, ToolError> {
 /// Only what the range needs is read (see `paging`), so the size cap applies to the lines
 /// returned, not to the file.
 fn read_lines(
+    ctx: &Ctx,
     resolved: &ResolvedPath,
     args: &ReadFileArgs,
     range: Range,
@@ -119,7 +129,8 @@ fn read_lines(
     let shown = &resolved.shown;
     let (file, meta) = open_regular(resolved)?;
     let size = meta.len();
-    let limits = Limits { cap: MAX_READ_BYTES as usize, count_up_to: MAX_READ_BYTES };
+    let json_cap = REPLY_BYTES;
+    let limits = Limits { cap: MAX_READ_BYTES as usize, json_cap, count_up_to: MAX_READ_BYTES };
     if args.line_numbers && matches!(range, Range::Last(_)) && size > limits.count_up_to {
         return Err(ToolError::invalid_params(
             "lineNumbers",
@@ -132,6 +143,7 @@ fn read_lines(
             ),
         ));
     }
+    let stop = || ctx.cancel.is_cancelled();
     let binary = || {
         ToolError::invalid_params(
             args.paging_field(),
@@ -151,7 +163,7 @@ fn read_lines(
     let numbers = args.line_numbers;
     let page = match range {
         Range::From { first, count } => {
-            paging::from_start(&file, first, count, numbers, size, limits)
+            paging::from_start(&file, first, count, numbers, size, limits, &stop)
         }
         Range::Last(n) => {
             let read_at = |buf: &mut [u8], at: u64| file.read_exact_at(buf, at);
@@ -162,12 +174,20 @@ fn read_lines(
         PageError::Io(e) => ToolError::io("read", shown, e),
         PageError::LineTooLong { line, cap } => {
             let line = line.map_or("the last line".to_string(), |n| format!("line {n}"));
-            let detail = format!(
-                "{line} alone is longer than the {} a partial read returns",
-                paging::size_name(cap)
-            );
+            let detail = match cap {
+                paging::Cap::Bytes(n) => format!(
+                    "{line} alone is longer than the {} a partial read returns",
+                    paging::size_name(n)
+                ),
+                paging::Cap::Json(n) => format!(
+                    "{line} alone takes more than the {} of JSON a reply may hold (control \
+                     characters take 6 bytes each once escaped)",
+                    paging::size_name(n)
+                ),
+            };
             ToolError::Io { op: "read", path: shown.clone(), source: std::io::Error::other(detail) }
         }
+        PageError::Stopped => ToolError::Cancelled,
     })?;
     let note = page.note();
     let text = text_of(page.text).map_err(|_| binary())?;
@@ -179,26 +199,65 @@ fn read_lines(
 }
 
 /// One text item per path, in the order given; a failure is that item's text, never the call's.
+/// The items share one reply's budget (`reply_size`): a file that no longer fits is not read,
+/// and its item says how to get it.
 pub fn read_multiple_files(ctx: &Ctx, args: ReadMultipleFilesArgs) -> Result<Output, ToolError> {
-    let content = args
-        .paths
-        .iter()
-        .map(|path| {
-            let body = match read_one_of_many(ctx, path) {
-                Ok(body) => body,
-                Err(e) => format!("[error: {e}]"),
-            };
-            Content::Text(format!("{path}:\n{body}"))
-        })
-        .collect();
+    let mut budget = Budget::default();
+    let mut content = Vec::with_capacity(args.paths.len());
+    for path in &args.paths {
+        if ctx.cancel.is_cancelled() {
+            return Err(ToolError::Cancelled);
+        }
+        // The item's own JSON (`{"type":"text","text":""},`) and its `path:\n` head.
+        let head = 32 + escaped_text_len(path.as_bytes()) + 2;
+        let room = budget.left().saturating_sub(head);
+        let body = match read_one_of_many(ctx, path, room, head) {
+            Ok(body) => body,
+            Err(e) => format!("[error: {e}]"),
+        };
+        // The notes and errors are short; taken whether or not they fit.
+        if !budget.take(head + escaped_text_len(body.as_bytes())) {
+            budget = Budget::of(0);
+        }
+        content.push(Content::Text(format!("{path}:\n{body}")));
+    }
     Ok(Output { content, is_error: false, structured: None })
 }
 
-fn read_one_of_many(ctx: &Ctx, path: &str) -> Result<String, ToolError> {
+/// One file's text for read_multiple_files, or the note that stands for it. Its text is read
+/// only if the file's size fits in `room`, what is left of the reply's budget, and kept only
+/// if its escaped size does; the caller charges the budget. `head` is what the item takes
+/// besides.
+fn read_one_of_many(ctx: &Ctx, path: &str, room: usize, head: usize) -> Result<String, ToolError> {
     let resolved = ctx.policy.resolve_read(path)?;
-    let bytes = read_capped(&resolved)?;
+    let (file, meta) = open_regular(&resolved)?;
+    let full = |json: usize| {
+        if json > REPLY_BYTES - head {
+            format!(
+                "[not read: its text takes {json} bytes once escaped as JSON (control \
+                 characters take 6 bytes each), over the {REPLY_NAME} a reply may hold; read it \
+                 in parts with read_file's offset and limit]"
+            )
+        } else {
+            format!(
+                "[not read: this reply has reached its {REPLY_NAME} bound; read the file with \
+                 read_file, or in a read_multiple_files call of its own]"
+            )
+        }
+    };
+    // Escaping never shrinks text: a file bigger than what is left cannot fit.
+    if meta.len() > room as u64 && meta.len() <= MAX_READ_BYTES {
+        return Ok(full(meta.len() as usize));
+    }
+    let bytes = read_all(file, &meta, &resolved.shown)?;
     match text_of(bytes) {
-        Ok(text) => Ok(text),
+        Ok(text) => {
+            let json = escaped_text_len(text.as_bytes());
+            if json > room {
+                return Ok(full(json));
+            }
+            Ok(text)
+        }
         Err(bytes) => Ok(format!(
             "[binary file: {} bytes, {}; read it alone with read_file to get its content]",
             bytes.len(),
@@ -227,11 +286,15 @@ fn open_regular(resolved: &ResolvedPath) -> Result<(File, Metadata), ToolError> 
 
 /// Reads a regular file of at most `MAX_READ_BYTES`.
 fn read_capped(resolved: &ResolvedPath) -> Result<Vec<u8>, ToolError> {
-    let shown = &resolved.shown;
     let (file, meta) = open_regular(resolved)?;
+    read_all(file, &meta, &resolved.shown)
+}
+
+/// Reads an open regular file of at most `MAX_READ_BYTES` (`meta` is its metadata).
+fn read_all(file: File, meta: &Metadata, shown: &Path) -> Result<Vec<u8>, ToolError> {
     if meta.len() > MAX_READ_BYTES {
         return Err(ToolError::TooLarge {
-            path: shown.clone(),
+            path: shown.to_path_buf(),
             size: meta.len(),
             cap: MAX_READ_BYTES,
         });
@@ -243,12 +306,17 @@ fn read_capped(resolved: &ResolvedPath) -> Result<Vec<u8>, ToolError> {
         .map_err(|e| ToolError::io("read", shown, e))?;
     if bytes.len() as u64 > MAX_READ_BYTES {
         return Err(ToolError::TooLarge {
-            path: shown.clone(),
+            path: shown.to_path_buf(),
             size: bytes.len() as u64,
             cap: MAX_READ_BYTES,
         });
     }
     Ok(bytes)
+}
+
+/// Whether `bytes` would be read as text (without copying them): see [`text_of`].
+fn text_like(bytes: &[u8]) -> bool {
+    !bytes.contains(&0) && std::str::from_utf8(bytes).is_ok()
 }
 
 /// Text is valid UTF-8 without NUL bytes; anything else is binary and handed back.

@@ -9,7 +9,8 @@ use nix::fcntl::{renameat, renameat2, RenameFlags};
 use serde::Deserialize;
 
 use crate::error::ToolError;
-use crate::policy::confined::{self, Slot};
+use crate::fs::tree;
+use crate::policy::confined::Slot;
 use crate::tools::{Ctx, Output};
 
 #[derive(Deserialize)]
@@ -36,7 +37,8 @@ pub fn move_file(ctx: &Ctx, args: MoveFileArgs) -> Result<Output, ToolError> {
     if to.stat().map_err(|e| ToolError::io("move", &destination.shown, e))?.is_some() {
         return Err(ToolError::AlreadyExists { path: destination.shown });
     }
-    rename_no_replace(&from, &to).map_err(|e| match e.kind() {
+    let stop = || ctx.cancel.is_cancelled();
+    rename_no_replace(&from, &to, &stop).map_err(|e| match e.kind() {
         io::ErrorKind::AlreadyExists => {
             ToolError::AlreadyExists { path: destination.shown.clone() }
         }
@@ -47,12 +49,12 @@ pub fn move_file(ctx: &Ctx, args: MoveFileArgs) -> Result<Output, ToolError> {
 
 /// `renameat2(RENAME_NOREPLACE)`: the kernel refuses to replace an existing destination, so a
 /// file that appears between our check and the rename is not lost either. Across filesystems it
-/// copies, then removes the source.
-fn rename_no_replace(from: &Slot, to: &Slot) -> io::Result<()> {
+/// copies, then removes the source; `stop` can end the copy, never the removal after it.
+fn rename_no_replace(from: &Slot, to: &Slot, stop: tree::Stop<'_>) -> io::Result<()> {
     let (from_dir, to_dir) = (from.dir.as_fd(), to.dir.as_fd());
     match renameat2(from_dir, &*from.name, to_dir, &*to.name, RenameFlags::RENAME_NOREPLACE) {
         Ok(()) => Ok(()),
-        Err(Errno::EXDEV) => copy_then_remove(from, to),
+        Err(Errno::EXDEV) => copy_then_remove(from, to, stop),
         // Filesystems without RENAME_NOREPLACE support (some FUSE, older NFS).
         Err(Errno::EINVAL) => {
             if to.stat()?.is_some() {
@@ -64,14 +66,17 @@ fn rename_no_replace(from: &Slot, to: &Slot) -> io::Result<()> {
     }
 }
 
-fn copy_then_remove(from: &Slot, to: &Slot) -> io::Result<()> {
-    if let Err(e) = confined::copy_at(from.dir.as_fd(), &from.name, to.dir.as_fd(), &to.name) {
+/// Both through handles, level by level (`fs::tree`), at any depth. Once the copy is whole, the
+/// source is removed even if the call is cancelled meanwhile: stopping there would leave two
+/// halves.
+fn copy_then_remove(from: &Slot, to: &Slot, stop: tree::Stop<'_>) -> io::Result<()> {
+    if let Err(e) = tree::copy_at(from.dir.as_fd(), &from.name, to.dir.as_fd(), &to.name, stop) {
         // Leave the source intact and remove the half-made copy: unless the destination
         // appeared meanwhile, in which case nothing was made and it is someone else's.
         if e.kind() != io::ErrorKind::AlreadyExists {
-            let _ = confined::remove_at(to.dir.as_fd(), &to.name);
+            let _ = tree::discard_at(to.dir.as_fd(), &to.name);
         }
         return Err(e);
     }
-    confined::remove_at(from.dir.as_fd(), &from.name)
+    tree::remove_at(from.dir.as_fd(), &from.name, &tree::never)
 }

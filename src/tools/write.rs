@@ -216,7 +216,7 @@ fn sweep_stale_temps(dir: BorrowedFd<'_>) {
             continue;
         }
         let name = entry.name.to_string_lossy();
-        match confined::remove_at(dir, &entry.name) {
+        match crate::fs::tree::remove_at(dir, &entry.name, &crate::fs::tree::never) {
             Ok(()) => tracing::info!(%name, "removed a stale temp file"),
             Err(e) => tracing::debug!(%name, "stale temp file: {e}"),
         }

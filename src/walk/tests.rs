@@ -55,6 +55,34 @@ fn order_is_depth_first_by_name() {
     assert_eq!(paths, ["B", "a", "a/a", "a/b", "a/b/c", "a-b", "a.txt"]);
 }
 
+/// The skip over a common prefix changes nothing: every pair of short paths over a few bytes,
+/// with prefixes long enough to cross the 32-byte steps, orders as a byte-by-byte comparison
+/// with `/` lowest does.
+#[test]
+fn order_agrees_with_the_byte_by_byte_comparison() {
+    let model = |a: &str, b: &str| {
+        let key = |byte: u8| if byte == b'/' { 0 } else { u16::from(byte) + 1 };
+        a.bytes().map(key).cmp(b.bytes().map(key))
+    };
+    let mut tails = vec![String::new()];
+    for _ in 0..3 {
+        let longer: Vec<String> = tails
+            .iter()
+            .filter(|t| t.len() == tails.last().map_or(0, String::len))
+            .flat_map(|t| ["a", "/", "-", "b"].map(|c| format!("{t}{c}")))
+            .collect();
+        tails.extend(longer);
+    }
+    for prefix in ["", "x", &"p/".repeat(16), &"q".repeat(63)] {
+        for a in &tails {
+            for b in &tails {
+                let (a, b) = (format!("{prefix}{a}"), format!("{prefix}{b}"));
+                assert_eq!(path_order(Path::new(&a), Path::new(&b)), model(&a, &b), "{a} {b}");
+            }
+        }
+    }
+}
+
 #[test]
 fn walks_sorted_without_following_links_and_honors_excludes() {
     let root = std::env::temp_dir().join(format!("replay-walk-{}", std::process::id()));
@@ -70,7 +98,7 @@ fn walks_sorted_without_following_links_and_honors_excludes() {
     std::fs::write(root.join(".gitignore"), "*.log\n").unwrap();
     std::os::unix::fs::symlink("/", root.join("x/out")).unwrap();
     let names = |options: &WalkOptions| -> Vec<String> {
-        let walked = entries(&resolved(&root), options).unwrap();
+        let (walked, _) = entries(&resolved(&root), options).unwrap();
         walked.iter().map(|e| e.rel().display().to_string()).collect()
     };
     let all = names(&WalkOptions::default());
@@ -146,8 +174,9 @@ fn walks_report_progress_and_stop_when_cancelled() {
         sink.lock().unwrap().push((done, message));
     });
     let tally = Tally::new(&progress, |n| format!("walked {n} entries"));
-    let all = entries(&resolved(&root), &WalkOptions { tally: Some(&tally), ..Default::default() })
-        .unwrap();
+    let (all, _) =
+        entries(&resolved(&root), &WalkOptions { tally: Some(&tally), ..Default::default() })
+            .unwrap();
     assert_eq!(all.len(), 210);
     let sent = sent.lock().unwrap().clone();
     assert_eq!(sent.first(), Some(&(32, "walked 32 entries".to_string())), "{sent:?}");
@@ -156,7 +185,7 @@ fn walks_report_progress_and_stop_when_cancelled() {
     let cancel = Cancel::default();
     cancel.cancel();
     let options = WalkOptions { cancel: Some(&cancel), ..Default::default() };
-    assert!(entries(&resolved(&root), &options).unwrap().is_empty());
+    assert!(entries(&resolved(&root), &options).unwrap().0.is_empty());
 
     let cancel = Cancel::default();
     let seen = AtomicUsize::new(0);
@@ -173,5 +202,34 @@ fn walks_report_progress_and_stop_when_cancelled() {
     let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
     let seen = seen.load(AtomicOrdering::Relaxed);
     assert!(seen < 10 + threads, "{seen} entries visited after a cancel at 10");
+    std::fs::remove_dir_all(&root).unwrap();
+}
+
+/// Entries whose paths pass 4096 bytes are counted, not reported nor entered: no tool could
+/// name them, and a deep tree's paths would cost its depth squared.
+#[test]
+fn paths_over_4096_bytes_are_left_out_and_counted() {
+    let root = std::env::temp_dir().join(format!("replay-walk-long-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    let name = "n".repeat(200);
+    std::fs::create_dir_all(&root).unwrap();
+    // Made through handles: the whole path is too long for mkdir.
+    let flags = nix::fcntl::OFlag::O_RDONLY | nix::fcntl::OFlag::O_DIRECTORY;
+    let mode = nix::sys::stat::Mode::from_bits_truncate(0o755);
+    let mut dir = nix::fcntl::open(&root, flags, nix::sys::stat::Mode::empty()).unwrap();
+    for _ in 0..30 {
+        nix::sys::stat::mkdirat(dir.as_fd(), name.as_str(), mode).unwrap();
+        dir = nix::fcntl::openat(dir.as_fd(), name.as_str(), flags, mode).unwrap();
+    }
+    let (walked, summary) = entries(&resolved(&root), &WalkOptions::default()).unwrap();
+    let root_len = root.as_os_str().len();
+    let fitting = (4096 - root_len) / 201;
+    assert_eq!(walked.len(), fitting);
+    assert!(walked.iter().all(|e| root.join(e.rel()).as_os_str().len() <= 4096));
+    assert_eq!(summary, Summary { too_long: 1 });
+    assert!(summary.note().unwrap().contains("4096 bytes"));
+    let top = nix::fcntl::open(&root, flags, nix::sys::stat::Mode::empty()).unwrap();
+    crate::fs::tree::remove_at(top.as_fd(), std::ffi::OsStr::new(&name), &crate::fs::tree::never)
+        .unwrap();
     std::fs::remove_dir_all(&root).unwrap();
 }

@@ -1,7 +1,10 @@
 //! Black-box integration tests for `replay --mcp-server`; start reading at `harness`, then `policy`.
 
 mod arguments;
+mod bounds;
+mod cancel;
 mod cli;
+mod deep;
 mod edit;
 mod exec;
 mod fs_ops;

@@ -700,3 +700,112 @@ fn no_allowed_directories_denies_every_tool() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
+
+// ---------------------------------------------------------------------------------------------
+// Every outside path answers alike
+// ---------------------------------------------------------------------------------------------
+
+/// Every tool argument that takes a path, the file tools' and the others'.
+type ArgsFor = fn(&TestEnv, &str) -> Value;
+
+const PATH_ARGUMENTS: &[(&str, ArgsFor)] = &[
+    ("read_file", |_, p| json!({"path": p})),
+    ("read_file", |_, p| json!({"path": p, "offset": 2})),
+    ("read_multiple_files", |_, p| json!({"paths": [p]})),
+    ("write_file", |_, p| json!({"path": p, "content": "x"})),
+    ("create_directory", |_, p| json!({"path": p})),
+    ("list_directory", |_, p| json!({"path": p})),
+    ("directory_tree", |_, p| json!({"path": p})),
+    ("move_file", |env, p| json!({"source": p, "destination": env.p("root/moved")})),
+    ("move_file", |env, p| json!({"source": env.p("root/inside.txt"), "destination": p})),
+    ("copy_file", |env, p| json!({"source": p, "destination": env.p("root/copied")})),
+    ("copy_file", |env, p| json!({"source": env.p("root/inside.txt"), "destination": p})),
+    ("delete_file", |_, p| json!({"path": p})),
+    ("get_file_info", |_, p| json!({"path": p})),
+    ("edit_file", |_, p| json!({"path": p, "edits": [{"oldText": "a", "newText": "b"}]})),
+    (
+        "edit_file",
+        |_, p| json!({"path": p, "edits": [{"oldText": "a", "newText": "b"}], "dryRun": true}),
+    ),
+    ("edit_files", |_, p| json!({"paths": [p], "edits": [{"oldText": "a", "newText": "b"}]})),
+    ("search_files", |_, p| json!({"directory": p, "nameContains": "a"})),
+    ("glob_search", |_, p| json!({"directory": p, "globs": ["*"]})),
+    ("grep_files", |_, p| json!({"directory": p, "regex": "a"})),
+    ("execute_command", |_, p| json!({"command": "true", "workingDirectory": p})),
+];
+
+/// Outside paths of every kind: existing or not, files, directories, symlinks to them, dangling
+/// links, the server's own `/proc` entries, a live and a missing process, a symlink loop and a
+/// path too long once resolved. Each must answer exactly as a plain outside path does, so that
+/// no answer tells what lies outside: not where a link leads, not whether it exists, and not
+/// whether a process does (-32602 against -32001 did).
+///
+/// See: issue #13, item 7.
+#[test]
+fn r13_every_outside_path_answers_alike() {
+    let env = escape_env();
+    env.symlink("/bin/sh", "root/link_system");
+    env.symlink(&env.p("outside/loop_a"), "root/loop_out");
+    env.symlink("loop_b", "outside/loop_a");
+    env.symlink("loop_a", "outside/loop_b");
+    let long_target = format!("{}/{}", env.p("outside"), "dd/".repeat(1300));
+    env.symlink(&long_target, "root/long_out");
+    let cases: Vec<String> = vec![
+        env.p("outside/secret.txt"),
+        env.p("outside/missing.txt"),
+        env.p("outside/dir"),
+        env.p("root/link_file"),
+        env.p("root/link_dir/secret.txt"),
+        env.p("root/dangling_out"),
+        env.p("root/link_system"),
+        "/proc/self/cwd".to_owned(),
+        "/proc/self/exe".to_owned(),
+        "/proc/self/root/etc".to_owned(),
+        "/proc/thread-self/cwd".to_owned(),
+        format!("/proc/{}/cwd", std::process::id()),
+        "/proc/1/cwd".to_owned(),
+        // Beyond the largest pid_max (2^22): never a process.
+        "/proc/4194305/cwd".to_owned(),
+        env.p("root/loop_out"),
+        env.p("root/loop_out/file.txt"),
+        env.p("root/long_out/file.txt"),
+        "/etc/passwd".to_owned(),
+        "/no/such/dir/file.txt".to_owned(),
+    ];
+    let before = env.snapshot();
+    let mut server = Server::start(&env);
+    let mut failures = Vec::new();
+    for (tool, args) in PATH_ARGUMENTS {
+        let mut answers: Vec<(String, String)> = Vec::new();
+        for path in &cases {
+            let reply = server.call(tool, args(&env, path));
+            let normalized = normalize(&env.root(), path);
+            let answer = match reply.value.get("error") {
+                Some(error) => format!("{} {}", error["code"], error["message"]),
+                None => format!("result {}", reply.value["result"]["content"]),
+            };
+            // The client's own path is the one thing an answer may name.
+            let answer = answer.replace(&normalized, "<path>").replace(path.as_str(), "<path>");
+            if answer.contains("resolves") || answer.contains(&path_str(env.base())) {
+                failures.push(format!("[{tool} {path}] tells what lies outside: {answer}"));
+            }
+            answers.push((path.clone(), answer));
+        }
+        let (first_path, first) = &answers[0];
+        let code_ok = first.starts_with("-32001 ") || *tool == "read_multiple_files";
+        if !code_ok {
+            failures.push(format!("[{tool} {first_path}] not -32001: {first}"));
+        }
+        for (path, answer) in &answers[1..] {
+            if answer != first {
+                failures.push(format!(
+                    "[{tool}] {path} answers differently from {first_path}:\n    {answer}\n    {first}"
+                ));
+            }
+        }
+    }
+    assert_eq!(before.diff(&env.snapshot()), "", "the tree changed");
+    let shown: Vec<String> =
+        failures.iter().take(40).map(|f| f.chars().take(600).collect()).collect();
+    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), shown.join("\n"));
+}

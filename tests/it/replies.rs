@@ -95,8 +95,9 @@ fn nest(env: &TestEnv, rel: &str, depth: usize) {
     env.mkdir(&format!("{rel}{}", "/d".repeat(depth)));
 }
 
-/// A batch element whose reply nests deeper than a JSON parser's usual 128 levels comes back
-/// whole, with its id, beside the others.
+/// A batch element whose reply nests deep comes back whole, with its id, beside the others.
+/// (Before directory_tree rendered at most 50 levels, this reply nested past serde_json's 128
+/// levels and came back as `null`; replies are no longer parsed back at all.)
 /// See: issue #13, item 9 (a `directory_tree` 100 deep came back as `null`, its id lost).
 #[test]
 fn r13_a_batch_keeps_deep_replies_whole_with_their_ids() {
@@ -117,8 +118,9 @@ fn r13_a_batch_keeps_deep_replies_whole_with_their_ids() {
     for id in [r#""deep200""#, r#""p""#, r#""deep1000""#] {
         assert!(has_id(&line, id), "no reply with id {id}: {line:.300}");
     }
-    // Each tree is in the structured content unescaped, one node per directory.
-    assert_eq!(line.matches(r#"{"name":"d","type":"directory""#).count(), 1200, "{line:.300}");
+    // Each tree is in the structured content unescaped, one node per directory: 50 levels of
+    // each, all directory_tree renders (`MAX_TREE_LEVELS`), 104 levels of JSON with the envelope.
+    assert_eq!(line.matches(r#"{"name":"d","type":"directory""#).count(), 100, "{line:.300}");
     // The nesting closes where it should: every bracket opened outside strings is closed.
     assert_eq!(depth_after(&line), 0, "{line:.300}");
     assert_eq!(server.request("ping", json!({})).result(), &json!({}));
@@ -213,7 +215,7 @@ fn elements_of(line: &str) -> Vec<&str> {
 // ---------------------------------------------------------------------------------------------
 
 /// The most one reply line may hold (`src/reply_size.rs`, `MAX_REPLY_BYTES`).
-const MAX_REPLY_BYTES: usize = 256 << 20;
+const MAX_REPLY_BYTES: usize = 32 << 20;
 /// The replies the server queues for a client before it stops reading requests
 /// (`src/protocol/transport.rs`, `QUEUE_BOUND`).
 const QUEUE_BOUND: u64 = 16 << 20;
@@ -250,15 +252,18 @@ fn control_bytes(len: usize) -> Vec<u8> {
 
 /// A batch whose replies add up past the cap: the elements that fit come back whole, the
 /// others get a -32603 that says how to ask for less, and no reply line passes the cap. The
-/// oversized replies are refused before they are built, so memory stays near the cap.
+/// oversized replies are refused before they are built, so memory stays near the cap. Each
+/// file is within what one tool reply may hold (`reply_size::REPLY_BYTES`, 24 MiB), so only
+/// the protocol's cap on the whole line can refuse the third.
 /// See: issue #13, item 4 (one small request made a 5 GB reply).
 #[test]
 fn r13_a_batch_past_the_reply_cap_gets_the_paging_error_for_what_does_not_fit() {
-    const FILE: usize = 16 << 20;
+    // 12 MiB of short lines: 13.2 MiB of JSON each, two fit under 32 MiB, three do not.
+    const FILE: usize = 12 << 20;
     let env = TestEnv::new(&[], &[]);
-    env.write("root/control.bin", control_bytes(FILE));
+    env.write("root/lines.txt", b"abcdefghi\n".repeat(FILE / 10));
     let mut server = Server::start(&env);
-    let read = |id: &str| call_line(id, "read_file", json!({"path": env.p("root/control.bin")}));
+    let read = |id: &str| call_line(id, "read_file", json!({"path": env.p("root/lines.txt")}));
     server.send_raw(&format!("[{},{},{}]", read(r#""r1""#), read(r#""r2""#), read(r#""r3""#)));
     let line = server.next_line_within(std::time::Duration::from_secs(120));
     assert!(line.len() <= MAX_REPLY_BYTES, "a reply line of {} bytes", line.len());
@@ -266,10 +271,9 @@ fn r13_a_batch_past_the_reply_cap_gets_the_paging_error_for_what_does_not_fit() 
     assert_eq!(replies.len(), 3, "{:.300}", line);
     let (mut whole, mut refused) = (0, 0);
     for reply in &replies {
-        // Read as text: parsing 96 MiB elements again would take the unoptimized test long.
+        // Read as text: parsing 13 MiB elements again would take the unoptimized test long.
         if reply.contains(r#""result":{"content":[{"text":""#) {
-            // The whole text, every byte escaped to six.
-            assert!(reply.len() > 6 * FILE, "a short result: {reply:.300}");
+            assert!(reply.len() > FILE, "a short result: {reply:.300}");
             whole += 1;
         } else {
             assert!(reply.contains(r#""error":{"code":-32603,"#), "{reply:.300}");
@@ -277,7 +281,7 @@ fn r13_a_batch_past_the_reply_cap_gets_the_paging_error_for_what_does_not_fit() 
             refused += 1;
         }
     }
-    assert_eq!((whole, refused), (2, 1), "two 96 MiB replies fit under 256 MiB, three do not");
+    assert_eq!((whole, refused), (2, 1), "two 13 MiB replies fit under 32 MiB, three do not");
     let peak = proc_status_bytes(server.pid(), "VmHWM");
     report(&format!("batch past the cap: peak RSS {}", mib(peak)));
     // The two replies that fit, the three files' text, and room for the rest of the process.

@@ -1,4 +1,4 @@
-//! Opening beneath a root, with and without `openat2`; removing and copying through handles.
+//! Opening beneath a root, with and without `openat2`.
 
 use std::os::unix::fs::symlink;
 
@@ -119,68 +119,4 @@ fn a_swapped_directory_never_leads_out() {
     });
     assert!(inside > 0, "never opened the file inside");
     let _ = refused;
-}
-
-#[test]
-fn removes_a_tree_without_following_its_links() {
-    let tree = Tree::new("remove");
-    symlink(tree.base.join("outside"), tree.base.join("root/a/b/link_out")).unwrap();
-    remove_at(tree.root.as_fd(), OsStr::new("a")).unwrap();
-    assert!(!tree.base.join("root/a").exists());
-    assert_eq!(std::fs::read_to_string(tree.base.join("outside/secret.txt")).unwrap(), "secret");
-}
-
-#[test]
-fn copies_a_tree_with_links_as_links() {
-    let tree = Tree::new("copy");
-    std::fs::set_permissions(
-        tree.base.join("root/a/b/f.txt"),
-        std::os::unix::fs::PermissionsExt::from_mode(0o640),
-    )
-    .unwrap();
-    std::fs::write(tree.base.join("root/a/tool"), "#!/bin/sh\n").unwrap();
-    std::fs::set_permissions(
-        tree.base.join("root/a/tool"),
-        std::os::unix::fs::PermissionsExt::from_mode(0o4755),
-    )
-    .unwrap();
-    copy_at(tree.root.as_fd(), OsStr::new("a"), tree.root.as_fd(), OsStr::new("c")).unwrap();
-    let copied = tree.base.join("root/c");
-    assert_eq!(std::fs::read_to_string(copied.join("b/f.txt")).unwrap(), "inside");
-    assert_eq!(std::fs::read_link(copied.join("in")).unwrap(), Path::new("b"));
-    let mode = std::fs::metadata(copied.join("b/f.txt")).unwrap();
-    assert_eq!(std::os::unix::fs::PermissionsExt::mode(&mode.permissions()) & 0o777, 0o640);
-    // setuid is not copied, as `cp` without `-p` does.
-    let tool = std::fs::metadata(copied.join("tool")).unwrap();
-    assert_eq!(std::os::unix::fs::PermissionsExt::mode(&tool.permissions()) & 0o7777, 0o755);
-    // The destination must not exist.
-    let again = copy_at(tree.root.as_fd(), OsStr::new("a"), tree.root.as_fd(), OsStr::new("c"));
-    assert_eq!(again.unwrap_err().kind(), io::ErrorKind::AlreadyExists);
-}
-
-#[test]
-fn copies_an_open_file_or_directory() {
-    let tree = Tree::new("copy-open");
-    let root = tree.base.join("root");
-    let file = File::open(root.join("a/b/f.txt")).unwrap();
-    copy_open(&file, tree.root.as_fd(), OsStr::new("g.txt")).unwrap();
-    assert_eq!(std::fs::read_to_string(root.join("g.txt")).unwrap(), "inside");
-    let dir = File::open(root.join("a")).unwrap();
-    copy_open(&dir, tree.root.as_fd(), OsStr::new("a2")).unwrap();
-    assert_eq!(std::fs::read_to_string(root.join("a2/b/f.txt")).unwrap(), "inside");
-    assert_eq!(std::fs::read_link(root.join("a2/in")).unwrap(), Path::new("b"));
-    let again = copy_open(&dir, tree.root.as_fd(), OsStr::new("a2"));
-    assert_eq!(again.unwrap_err().kind(), io::ErrorKind::AlreadyExists);
-}
-
-/// A copy whose destination turns out to lie inside its source (the tree renamed under it)
-/// copies what is there once, and not itself: it ends.
-#[test]
-fn a_copy_inside_its_source_does_not_copy_itself() {
-    let tree = Tree::new("copy-into-itself");
-    let a = tree.base.join("root/a");
-    let source = File::open(&a).unwrap();
-    copy_open(&source, source.as_fd(), OsStr::new("inner")).unwrap();
-    assert_eq!(std::fs::read_to_string(a.join("inner/b/f.txt")).unwrap(), "inside");
-    assert!(!a.join("inner/inner").exists());
 }

@@ -126,6 +126,8 @@ pub enum EditError {
         edit_index: usize,
         max_bytes: usize,
     },
+    /// The caller's `stop` said so (the call was cancelled): nothing is applied.
+    Stopped,
 }
 
 impl fmt::Display for EditError {
@@ -192,6 +194,7 @@ impl fmt::Display for EditError {
                  only {n_groups} group(s)",
                 edit_index + 1
             ),
+            EditError::Stopped => f.write_str("the edits were cancelled; nothing was changed"),
         }
     }
 }
@@ -212,13 +215,29 @@ pub fn apply_edits_within(
     edits: &[Edit],
     max_bytes: usize,
 ) -> Result<String, EditError> {
+    apply_edits_until(content, edits, max_bytes, &|| false)
+}
+
+/// [`apply_edits_within`], asking `stop` as it goes (between edits, at every regex match, and
+/// every few thousand candidates of the other searches): once it says so, the edits end with
+/// [`EditError::Stopped`]. A long edit (a regex over a 64 MiB text) ends soon after its call is
+/// cancelled.
+pub fn apply_edits_until(
+    content: &str,
+    edits: &[Edit],
+    max_bytes: usize,
+    stop: &dyn Fn() -> bool,
+) -> Result<String, EditError> {
     let (bom, body) = match content.strip_prefix(BOM) {
         Some(rest) => (true, rest),
         None => (false, content),
     };
-    let style = FileStyle { bom, crlf: uses_crlf(body), max_bytes };
+    let style = FileStyle { bom, crlf: uses_crlf(body), max_bytes, stop };
     let mut text = body.to_owned();
     for (edit_index, edit) in edits.iter().enumerate() {
+        if stop() {
+            return Err(EditError::Stopped);
+        }
         text = if edit.is_regex {
             apply_regex(&text, edit, edit_index, style)?
         } else {
@@ -232,12 +251,13 @@ pub fn apply_edits_within(
 }
 
 /// Properties of the file as read, which decide how edit texts are adapted,
-/// and the size the text may grow to.
-#[derive(Debug, Clone, Copy)]
-struct FileStyle {
+/// and the size the text may grow to; and when to stop.
+#[derive(Clone, Copy)]
+struct FileStyle<'s> {
     bom: bool,
     crlf: bool,
     max_bytes: usize,
+    stop: &'s dyn Fn() -> bool,
 }
 
 /// True if `\r\n` is the dominant line ending (strictly more `\r\n` than lone
@@ -281,7 +301,7 @@ fn apply_literal(
     text: &str,
     edit: &Edit,
     edit_index: usize,
-    style: FileStyle,
+    style: FileStyle<'_>,
 ) -> Result<String, EditError> {
     let (old, new) = adapt_literal_texts(edit, style);
     if old.is_empty() {
@@ -290,9 +310,12 @@ fn apply_literal(
     let finder = LiteralFinder::new(&old, edit.case_insensitive).map_err(|detail| {
         EditError::InvalidRegex { edit_index, pattern: edit.old_text.clone(), detail }
     })?;
-    let mut hits = finder.find_iter(text);
+    let mut hits = finder.find_iter(text).take_while(|_| !(style.stop)());
     if edit.limit != 1 {
         let ranges: Vec<Range<usize>> = hits.take(max_count(edit.limit)).collect();
+        if (style.stop)() {
+            return Err(EditError::Stopped);
+        }
         if ranges.is_empty() {
             return Err(not_found_literal(edit_index, false, text, &old));
         }
@@ -305,8 +328,9 @@ fn apply_literal(
             n: 2 + hits.count(),
             whitespace_normalized: false,
         }),
+        _ if (style.stop)() => Err(EditError::Stopped),
         (None, _) if edit.case_insensitive => Err(not_found_literal(edit_index, false, text, &old)),
-        (None, _) => replace_normalized_block(text, &old, &new, edit_index, style.max_bytes),
+        (None, _) => replace_normalized_block(text, &old, &new, edit_index, style),
     }
 }
 
@@ -316,9 +340,11 @@ fn replace_normalized_block(
     old: &str,
     new: &str,
     edit_index: usize,
-    max_bytes: usize,
+    style: FileStyle<'_>,
 ) -> Result<String, EditError> {
-    match find_normalized_block(text, old) {
+    let max_bytes = style.max_bytes;
+    match find_normalized_block(text, old, style.stop) {
+        BlockSearch::Stopped => Err(EditError::Stopped),
         BlockSearch::NotApplicable => Err(not_found_literal(edit_index, false, text, old)),
         BlockSearch::Found { count: 0, .. } => Err(not_found_literal(edit_index, true, text, old)),
         BlockSearch::Found { count: 1, first } => {
@@ -359,7 +385,7 @@ fn max_count(limit: usize) -> usize {
 
 /// Adapts a literal edit's texts to the file: drops a copied BOM and converts
 /// LF to CRLF for CRLF files (see the module docs).
-fn adapt_literal_texts(edit: &Edit, style: FileStyle) -> (Cow<'_, str>, Cow<'_, str>) {
+fn adapt_literal_texts<'e>(edit: &'e Edit, style: FileStyle<'_>) -> (Cow<'e, str>, Cow<'e, str>) {
     let mut old = edit.old_text.as_str();
     let mut new = edit.new_text.as_str();
     if style.bom {
@@ -460,6 +486,8 @@ enum BlockSearch {
     /// `count` non-overlapping matching blocks; `first` is the byte range of
     /// the first one (meaningful only when `count > 0`).
     Found { count: usize, first: Range<usize> },
+    /// `stop` said so before the search was done.
+    Stopped,
 }
 
 /// One line of the file: `start..end` is its text without the `\n` (a `\r`
@@ -489,7 +517,9 @@ struct LineSpan {
 /// Cost: each candidate start first compares one trimmed line, so the scan is
 /// linear in the file for typical input; the full comparison (which needs the
 /// candidate's common indent) only runs once every trimmed line agrees.
-fn find_normalized_block(text: &str, old: &str) -> BlockSearch {
+/// The scan asks `stop` every 4,096 candidates: a file of identical lines and a long `old`
+/// that differs only at its end make it quadratic.
+fn find_normalized_block(text: &str, old: &str, stop: &dyn Fn() -> bool) -> BlockSearch {
     let (old_body, with_terminator) = match old.strip_suffix('\n') {
         Some(body) => (body, true),
         None => (old, false),
@@ -506,6 +536,9 @@ fn find_normalized_block(text: &str, old: &str) -> BlockSearch {
     let mut first = 0..0;
     let mut i = 0;
     while i + height <= lines.len() {
+        if i % 4096 == 0 && stop() {
+            return BlockSearch::Stopped;
+        }
         let block = &lines[i..i + height];
         if pattern.matches(text, block) {
             if count == 0 {
@@ -647,7 +680,7 @@ fn apply_regex(
     text: &str,
     edit: &Edit,
     edit_index: usize,
-    style: FileStyle,
+    style: FileStyle<'_>,
 ) -> Result<String, EditError> {
     let js = JsRegex::new(&edit.old_text, edit.case_insensitive).map_err(|err| {
         EditError::InvalidRegex { edit_index, pattern: err.pattern, detail: err.detail }
@@ -665,6 +698,9 @@ fn apply_regex(
     let mut replaced = 0;
     let mut pos = 0;
     while replaced < max_count(edit.limit) && pos <= text.len() {
+        if (style.stop)() {
+            return Err(EditError::Stopped);
+        }
         let captures = match js.regex().captures_from_pos(text, pos) {
             Ok(Some(captures)) => captures,
             Ok(None) => break,

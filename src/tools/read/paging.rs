@@ -9,10 +9,16 @@
 //!
 //! A line ends after its `\n`; a last line without one is a line too, so `a\nb` has 2 lines and
 //! `a\n` has 1. `\r` is part of the line: CRLF text comes back byte for byte.
+//!
+//! A page is held to two caps: its bytes, and the bytes its text takes in the reply once
+//! JSON-escaped (`reply_size`), where a control character takes six. A scan towards a line far
+//! into a file asks its `stop` between reads, so that a cancelled call ends.
 
 use std::io::{self, Read};
 
 use memchr::{memchr, memchr_iter, memrchr_iter};
+
+use crate::reply_size::escaped_text_len;
 
 #[cfg(test)]
 mod tests;
@@ -30,8 +36,54 @@ pub enum Range {
 pub struct Limits {
     /// The most bytes a page holds (line-number prefixes included).
     pub cap: usize,
+    /// The most bytes a page's text may take JSON-escaped.
+    pub json_cap: usize,
     /// A file of at most this many bytes has all its lines counted.
     pub count_up_to: u64,
+}
+
+/// The cap a page was cut at, or that one line alone passes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cap {
+    /// `Limits::cap`, in bytes.
+    Bytes(usize),
+    /// `Limits::json_cap`, in JSON-escaped bytes.
+    Json(usize),
+}
+
+impl Cap {
+    /// How the note and the errors name it: `16 MiB`, or `24 MiB JSON`.
+    pub fn name(self) -> String {
+        match self {
+            Cap::Bytes(n) => size_name(n),
+            Cap::Json(n) => format!("{} JSON", size_name(n)),
+        }
+    }
+}
+
+/// A page's size so far, raw and JSON-escaped.
+#[derive(Debug, Default, Clone, Copy)]
+struct Measure {
+    bytes: usize,
+    json: usize,
+}
+
+impl Measure {
+    fn add(&mut self, chunk: &[u8]) {
+        self.bytes += chunk.len();
+        self.json += escaped_text_len(chunk);
+    }
+
+    /// The first cap this is over, if any.
+    fn over(&self, limits: &Limits) -> Option<Cap> {
+        if self.bytes > limits.cap {
+            Some(Cap::Bytes(limits.cap))
+        } else if self.json > limits.json_cap {
+            Some(Cap::Json(limits.json_cap))
+        } else {
+            None
+        }
+    }
 }
 
 /// How many lines the file has, as far as the read can say.
@@ -53,14 +105,12 @@ pub struct Page {
     pub first: Option<u64>,
     pub lines: u64,
     pub total: Total,
-    /// Lines were left out to keep the page within `Limits::cap`.
-    pub cut: bool,
+    /// Lines were left out to keep the page within this cap.
+    pub cut: Option<Cap>,
     /// The file's size in bytes, as the read started.
     pub size: u64,
     /// The first line asked for, when it lies past the end of the file (and is not line 1).
     pub past_end: Option<u64>,
-    /// The cap the page was held to, for the note.
-    pub cap: usize,
 }
 
 #[derive(Debug)]
@@ -70,8 +120,10 @@ pub enum PageError {
     /// a file whose lines are not counted.
     LineTooLong {
         line: Option<u64>,
-        cap: usize,
+        cap: Cap,
     },
+    /// `stop` said so: the call was cancelled.
+    Stopped,
 }
 
 impl From<io::Error> for PageError {
@@ -81,7 +133,8 @@ impl From<io::Error> for PageError {
 }
 
 /// `count` lines from line `first` (1-based) of what `reader` yields, numbered when `numbers`.
-/// `size` is the file's size: it decides whether the rest of the file is counted.
+/// `size` is the file's size: it decides whether the rest of the file is counted. `stop` is
+/// asked between reads while skipping to line `first`.
 pub fn from_start(
     reader: impl Read,
     first: u64,
@@ -89,13 +142,17 @@ pub fn from_start(
     numbers: bool,
     size: u64,
     limits: Limits,
+    stop: &dyn Fn() -> bool,
 ) -> Result<Page, PageError> {
     let mut scan = Scan::new(reader);
-    let mut page = Page::empty(first, size, limits.cap);
+    let mut page = Page::empty(first, size);
     // Skip to line `first`: past its `first - 1` predecessors' newlines. Whole buffers are
     // counted (memchr's count is vectorized); only the last one is searched for the position.
     let skip = first.saturating_sub(1);
     while scan.newlines < skip {
+        if stop() {
+            return Err(PageError::Stopped);
+        }
         if !scan.fill()? {
             page.total = Total::Exact(scan.lines_so_far());
             page.past_end = (first > 1).then_some(first);
@@ -114,6 +171,7 @@ pub fn from_start(
     }
 
     let mut out = Vec::new();
+    let mut measure = Measure::default();
     let mut in_line = false;
     let mut line_start = 0;
     let mut eof = false;
@@ -128,7 +186,9 @@ pub fn from_start(
             }
             line_start = out.len();
             if numbers {
-                out.extend_from_slice(number_prefix(first + page.lines).as_bytes());
+                let prefix = number_prefix(first + page.lines);
+                out.extend_from_slice(prefix.as_bytes());
+                measure.add(prefix.as_bytes());
             }
             in_line = true;
         }
@@ -142,26 +202,28 @@ pub fn from_start(
         match memchr(b'\n', data) {
             Some(i) => {
                 out.extend_from_slice(&data[..=i]);
+                measure.add(&data[..=i]);
                 scan.consume(i + 1, 1);
                 page.lines += 1;
                 in_line = false;
             }
             None => {
                 out.extend_from_slice(data);
+                measure.add(data);
                 let n = data.len();
                 scan.consume(n, 0);
             }
         }
-        if out.len() > limits.cap {
+        if let Some(cap) = measure.over(&limits) {
             // The line that crossed the cap is left out, whole.
             if !in_line {
                 page.lines -= 1;
             }
             if page.lines == 0 {
-                return Err(PageError::LineTooLong { line: Some(first), cap: limits.cap });
+                return Err(PageError::LineTooLong { line: Some(first), cap });
             }
             out.truncate(line_start);
-            page.cut = true;
+            page.cut = Some(cap);
             break;
         }
     }
@@ -170,7 +232,7 @@ pub fn from_start(
         Total::Exact(scan.lines_so_far())
     } else if size <= limits.count_up_to {
         scan.count_to_end(limits.count_up_to)?
-    } else if page.cut || scan.fill()? {
+    } else if page.cut.is_some() || scan.fill()? {
         // Bytes follow the last line returned: at least one more line.
         Total::AtLeast(first + page.lines)
     } else {
@@ -204,8 +266,7 @@ fn last_lines_in_blocks(
     limits: Limits,
     block_size: u64,
 ) -> Result<Page, PageError> {
-    let cap = limits.cap as u64;
-    let mut page = Page::empty(1, size, limits.cap);
+    let mut page = Page::empty(1, size);
     if size == 0 || n == 0 {
         return Ok(page);
     }
@@ -215,32 +276,37 @@ fn last_lines_in_blocks(
     let mut pos = size;
     let mut accepted: Option<(u64, u64)> = None; // (start, lines) of the longest span kept
     let mut found = 0u64;
+    // The size of what was read back from the end up to the last newline seen (at the top of
+    // the loop: of `[pos, size)`).
+    let mut tail = Measure::default();
     'scan: loop {
         if pos == 0 {
             // The file holds fewer than `n` lines after the ones found: all of it.
-            if size <= cap {
-                accepted = Some((0, found + 1));
-            } else {
-                page.cut = true;
+            match tail.over(&limits) {
+                None => accepted = Some((0, found + 1)),
+                Some(cap) => page.cut = Some(cap),
             }
             break;
         }
-        if size - pos > cap {
+        if let Some(cap) = tail.over(&limits) {
             // Any span reaching further back is over the cap.
-            page.cut = true;
+            page.cut = Some(cap);
             break;
         }
         let start = pos.saturating_sub(block_size);
         let mut block = vec![0; (pos - start) as usize];
         read_at(&mut block, start)?;
+        let mut measured_from = block.len();
         for i in memrchr_iter(b'\n', &block) {
+            tail.add(&block[i + 1..measured_from]);
+            measured_from = i + 1;
             let p = start + i as u64;
             if p == size - 1 {
                 continue; // the last line's own newline
             }
             found += 1;
-            if size - (p + 1) > cap {
-                page.cut = true;
+            if let Some(cap) = tail.over(&limits) {
+                page.cut = Some(cap);
                 blocks.push((start, block));
                 break 'scan;
             }
@@ -250,6 +316,7 @@ fn last_lines_in_blocks(
                 break 'scan;
             }
         }
+        tail.add(&block[..measured_from]);
         blocks.push((start, block));
         pos = start;
     }
@@ -260,7 +327,8 @@ fn last_lines_in_blocks(
         } else {
             None
         };
-        return Err(PageError::LineTooLong { line, cap: limits.cap });
+        let cap = page.cut.unwrap_or(Cap::Bytes(limits.cap));
+        return Err(PageError::LineTooLong { line, cap });
     };
     let mut text = Vec::with_capacity((size - start) as usize);
     for (at, block) in blocks.iter().rev() {
@@ -279,36 +347,42 @@ fn last_lines_in_blocks(
     let first = count_newlines(&mut read_at, start)? + 1;
     page.first = Some(first);
     page.total = Total::Exact(first + lines - 1);
-    page.text = if numbers { number_within_cap(&mut page, &text)? } else { text };
+    page.text = if numbers { number_within_cap(&mut page, &text, &limits)? } else { text };
     Ok(page)
 }
 
 /// `text` (whole lines from line `page.first` on), each line numbered, dropping lines from the
-/// front until the numbered text fits the cap.
-fn number_within_cap(page: &mut Page, text: &[u8]) -> Result<Vec<u8>, PageError> {
+/// front until the numbered text fits the caps.
+fn number_within_cap(page: &mut Page, text: &[u8], limits: &Limits) -> Result<Vec<u8>, PageError> {
     let first = page.first.unwrap_or(1);
     let lines: Vec<&[u8]> = text.split_inclusive(|&b| b == b'\n').collect();
-    let numbered_len = |k: usize, line: &[u8]| number_prefix(first + k as u64).len() + line.len();
-    let mut size = 0;
+    let mut measure = Measure::default();
     let mut keep_from = lines.len();
+    let mut cut = None;
     for (k, line) in lines.iter().enumerate().rev() {
-        let with = size + numbered_len(k, line);
-        if with > page.cap {
+        let mut with = measure;
+        with.add(number_prefix(first + k as u64).as_bytes());
+        with.add(line);
+        if let Some(cap) = with.over(limits) {
+            cut = Some(cap);
             break;
         }
-        size = with;
+        measure = with;
         keep_from = k;
     }
     if keep_from == lines.len() {
         let last = first + lines.len() as u64 - 1;
-        return Err(PageError::LineTooLong { line: Some(last), cap: page.cap });
+        let cap = cut.unwrap_or(Cap::Bytes(limits.cap));
+        return Err(PageError::LineTooLong { line: Some(last), cap });
     }
-    let mut out = Vec::with_capacity(size);
+    let mut out = Vec::with_capacity(measure.bytes);
     for (k, line) in lines.iter().enumerate().skip(keep_from) {
         out.extend_from_slice(number_prefix(first + k as u64).as_bytes());
         out.extend_from_slice(line);
     }
-    page.cut |= keep_from > 0;
+    if keep_from > 0 {
+        page.cut = page.cut.or(cut);
+    }
     page.first = Some(first + keep_from as u64);
     page.lines -= keep_from as u64;
     Ok(out)
@@ -338,16 +412,15 @@ pub fn number_prefix(line: u64) -> String {
 
 impl Page {
     /// No lines yet, starting at line `first`, of a file of `size` bytes.
-    fn empty(first: u64, size: u64, cap: usize) -> Page {
+    fn empty(first: u64, size: u64) -> Page {
         Page {
             text: Vec::new(),
             first: Some(first),
             lines: 0,
             total: Total::Exact(0),
-            cut: false,
+            cut: None,
             size,
             past_end: None,
-            cap,
         }
     }
 
@@ -370,8 +443,8 @@ impl Page {
         if let Some(offset) = self.past_end {
             note.push_str(&format!("; offset={offset} is past the end"));
         }
-        if self.cut {
-            note.push_str(&format!("; cut at the {} cap", size_name(self.cap)));
+        if let Some(cap) = self.cut {
+            note.push_str(&format!("; cut at the {} cap", cap.name()));
         }
         if let Some(next) = self.next() {
             note.push_str(&format!("; next: offset={next}"));

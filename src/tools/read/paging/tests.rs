@@ -6,7 +6,7 @@ use std::io::{self, Read};
 use super::*;
 
 /// The real limits, where no file in these tables is big.
-const SMALL: Limits = Limits { cap: 16 << 20, count_up_to: 16 << 20 };
+const SMALL: Limits = Limits { cap: 16 << 20, json_cap: usize::MAX, count_up_to: 16 << 20 };
 
 /// The grammar documented in schemas/read_file.json.
 const NOTE: &str = r"^\[(?:lines (?:\d+-\d+|none) of (?:\d+|at least \d+ in \d+ bytes)|last \d+ lines of \d+ bytes)(?:; offset=\d+ is past the end)?(?:; cut at the [^;\]]+ cap)?(?:; next: offset=\d+)?\]$";
@@ -33,8 +33,8 @@ fn run(input: &str, range: Range, numbers: bool, limits: Limits) -> Vec<Result<P
     let shown = |r: Result<Page, PageError>| r.map_err(|e| format!("{e:?}"));
     match range {
         Range::From { first, count } => vec![
-            shown(from_start(bytes, first, count, numbers, size, limits)),
-            shown(from_start(Trickle(bytes), first, count, numbers, size, limits)),
+            shown(from_start(bytes, first, count, numbers, size, limits, &|| false)),
+            shown(from_start(Trickle(bytes), first, count, numbers, size, limits, &|| false)),
         ],
         Range::Last(n) => [1, 2, 3, 64 * 1024]
             .into_iter()
@@ -150,7 +150,7 @@ fn line_numbers_are_cat_n() {
 #[test]
 fn big_files_are_counted_only_as_far_as_the_read_went() {
     // Files over `count_up_to` bytes (4 here) are big.
-    let big = Limits { cap: 1000, count_up_to: 4 };
+    let big = Limits { cap: 1000, json_cap: usize::MAX, count_up_to: 4 };
     let file = "a\nb\nc\nd\n";
     let c = |range, expect| check_with(file, range, false, big, expect);
     c(from(1, Some(2)), ("a\nb\n", "[lines 1-2 of at least 3 in 8 bytes; next: offset=3]"));
@@ -172,7 +172,7 @@ fn big_files_are_counted_only_as_far_as_the_read_went() {
 
 #[test]
 fn pages_are_cut_at_the_cap_before_the_line_that_crosses_it() {
-    let tiny = Limits { cap: 5, count_up_to: 1000 };
+    let tiny = Limits { cap: 5, json_cap: usize::MAX, count_up_to: 1000 };
     let file = "ab\ncd\nef\n";
     let c = |range, expect| check_with(file, range, false, tiny, expect);
     c(from(1, None), ("ab\n", "[lines 1-1 of 3; cut at the 5 bytes cap; next: offset=2]"));
@@ -182,12 +182,12 @@ fn pages_are_cut_at_the_cap_before_the_line_that_crosses_it() {
     check_with("ab\ncd", from(1, None), false, tiny, ("ab\ncd", "[lines 1-2 of 2]"));
     check_with("ab\ncd", Range::Last(2), false, tiny, ("ab\ncd", "[lines 1-2 of 2]"));
     // Line numbers count towards the cap.
-    let ten = Limits { cap: 10, count_up_to: 1000 };
+    let ten = Limits { cap: 10, json_cap: usize::MAX, count_up_to: 1000 };
     let n = |range, expect| check_with("a\nb\n", range, true, ten, expect);
     n(from(1, None), ("     1\ta\n", "[lines 1-1 of 2; cut at the 10 bytes cap; next: offset=2]"));
     n(Range::Last(2), ("     2\tb\n", "[lines 2-2 of 2; cut at the 10 bytes cap]"));
     // A big file cut at the cap.
-    let big = Limits { cap: 5, count_up_to: 4 };
+    let big = Limits { cap: 5, json_cap: usize::MAX, count_up_to: 4 };
     check_with(
         file,
         from(1, None),
@@ -205,17 +205,72 @@ fn pages_are_cut_at_the_cap_before_the_line_that_crosses_it() {
     assert_eq!(size_name(16 << 20), "16 MiB");
 }
 
+/// The JSON cap counts what the text takes escaped: a control character six bytes, a newline
+/// or tab two. The raw cap is far above it in these rows.
+#[test]
+fn pages_are_cut_at_the_json_cap_too() {
+    let json = |json_cap| Limits { cap: 1000, json_cap, count_up_to: 1000 };
+    // "a\u0001\n" is 3 bytes, 9 escaped.
+    let file = "a\u{1}\nb\u{1}\nc\u{1}\n";
+    let c = |range, expect| check_with(file, range, false, json(20), expect);
+    c(
+        from(1, None),
+        ("a\u{1}\nb\u{1}\n", "[lines 1-2 of 3; cut at the 20 bytes JSON cap; next: offset=3]"),
+    );
+    c(Range::Last(3), ("b\u{1}\nc\u{1}\n", "[lines 2-3 of 3; cut at the 20 bytes JSON cap]"));
+    // Exactly at the cap is not over it.
+    check_with(file, from(1, None), false, json(27), (file, "[lines 1-3 of 3]"));
+    check_with(file, Range::Last(3), false, json(27), (file, "[lines 1-3 of 3]"));
+    // Line numbers count escaped too: "     1\t" takes 8.
+    let n = |range, expect| check_with(file, range, true, json(20), expect);
+    n(
+        from(1, None),
+        ("     1\ta\u{1}\n", "[lines 1-1 of 3; cut at the 20 bytes JSON cap; next: offset=2]"),
+    );
+    n(Range::Last(3), ("     3\tc\u{1}\n", "[lines 3-3 of 3; cut at the 20 bytes JSON cap]"));
+    // One line alone over it.
+    let too_long = "LineTooLong { line: Some(1), cap: Json(8) }";
+    check_err(file, from(1, None), false, json(8), too_long);
+    check_err(file, Range::Last(3), true, json(8), "LineTooLong { line: Some(3), cap: Json(8) }");
+}
+
+/// A skip towards a far line stops when asked to.
+#[test]
+fn a_skip_stops_when_asked() {
+    let file = "a\n".repeat(100_000);
+    let asked = std::cell::Cell::new(0);
+    let stop = || {
+        asked.set(asked.get() + 1);
+        asked.get() > 2
+    };
+    let size = file.len() as u64;
+    let got = from_start(file.as_bytes(), 99_999, None, false, size, SMALL, &stop);
+    assert!(matches!(got, Err(PageError::Stopped)), "{got:?}");
+}
+
 #[test]
 fn a_line_longer_than_the_cap_is_an_error() {
-    let tiny = Limits { cap: 5, count_up_to: 1000 };
-    let too_long = "LineTooLong { line: Some(2), cap: 5 }";
+    let tiny = Limits { cap: 5, json_cap: usize::MAX, count_up_to: 1000 };
+    let too_long = "LineTooLong { line: Some(2), cap: Bytes(5) }";
     check_err("a\nbcdefgh\nc\n", from(2, Some(1)), false, tiny, too_long);
     check_err("a\nbcdefgh", from(2, None), false, tiny, too_long);
     check_err("a\nbcdefgh", Range::Last(1), false, tiny, too_long);
-    let big = Limits { cap: 5, count_up_to: 4 };
-    check_err("a\nbcdefgh", Range::Last(1), false, big, "LineTooLong { line: None, cap: 5 }");
-    let ten = Limits { cap: 10, count_up_to: 1000 };
-    check_err("a\nbcd\n", Range::Last(1), true, ten, "LineTooLong { line: Some(2), cap: 10 }");
+    let big = Limits { cap: 5, json_cap: usize::MAX, count_up_to: 4 };
+    check_err(
+        "a\nbcdefgh",
+        Range::Last(1),
+        false,
+        big,
+        "LineTooLong { line: None, cap: Bytes(5) }",
+    );
+    let ten = Limits { cap: 10, json_cap: usize::MAX, count_up_to: 1000 };
+    check_err(
+        "a\nbcd\n",
+        Range::Last(1),
+        true,
+        ten,
+        "LineTooLong { line: Some(2), cap: Bytes(10) }",
+    );
 }
 
 /// Every file of up to 6 bytes over `a`, `\r` and `\n` against a model built with
@@ -267,9 +322,10 @@ fn agrees_with_a_model_on_every_small_file() {
             };
             for numbers in [false, true] {
                 let expect = numbered(from_line, &part, numbers);
-                for (limits, counted) in
-                    [(SMALL, true), (Limits { cap: 1 << 20, count_up_to: 0 }, false)]
-                {
+                for (limits, counted) in [
+                    (SMALL, true),
+                    (Limits { cap: 1 << 20, json_cap: usize::MAX, count_up_to: 0 }, false),
+                ] {
                     if numbers && !counted && matches!(range, Range::Last(_)) && !input.is_empty() {
                         continue; // refused by read_file: no numbers for the tail of a big file
                     }
