@@ -61,6 +61,9 @@ BENCHMARKS = [
     "tokens",
 ]
 
+# Run only when named in --only: they need data of their own (scale: ../shared/bench/make-million.sh).
+OPTIONAL_BENCHMARKS = ["scale"]
+
 # The npm tokenizer the tokens row counts with: the same package and version as
 # ../shared/tools/count-tokens, installed once into this directory (REPLAY_TOKENS_DIR).
 TIKTOKEN = "tiktoken@1.0.22"
@@ -153,6 +156,7 @@ class McpClient:
         self.stash = {}  # id -> (arrival time, message)
         self.next_id = 1
         self._tools = None
+        self.line_bytes = {}  # id -> bytes of its reply line, newline excluded
 
     # -- wire
 
@@ -204,6 +208,7 @@ class McpClient:
                     continue
                 if not isinstance(msg, dict) or "id" not in msg:
                     continue  # a notification
+                self.line_bytes[msg["id"]] = len(raw)
                 if "method" in msg:
                     # a request from the server (e.g. roots/list): refuse it politely
                     self.send({"jsonrpc": "2.0", "id": msg["id"],
@@ -1461,6 +1466,199 @@ class Bench:
                     if replay else "replay not counted")
         summarize(g)
 
+    # 14. scale: the million tree ------------------------------------------------------------
+
+    def bench_scale(self):
+        """Each call on a fresh replay server over the million tree (../shared/bench/make-million.sh):
+        its round trip, its reply line's bytes and the server's peak RSS (VmHWM) after it, side
+        by side with find, rg and `ls -1` (wall time and peak RSS from wait4), alternating
+        repetitions. The issue's bars (#16) are the check column."""
+        im = self.im
+        root = os.path.abspath(self.a.million)
+        tree, flat = os.path.join(root, "tree"), os.path.join(root, "flat")
+        n = 2 if self.quick else 5
+        MB = 1e6
+
+        def replay_once(tool, args):
+            """A fresh server, one call: (seconds, reply line bytes, peak RSS in bytes, reply)."""
+            with McpClient(im.replay_argv(f"{root}:ro"), "replay") as c:
+                c.initialize()
+                rid = c.new_id()
+                t0 = now()
+                c.send({"jsonrpc": "2.0", "id": rid, "method": "tools/call",
+                        "params": {"name": tool, "arguments": args}})
+                t1, reply = c.wait_for(rid)
+                hwm = c.vm_hwm_mb()
+                size = c.line_bytes.get(rid, 0)
+            if "error" in reply:
+                raise McpError(f"replay {tool}: error {reply['error']}")
+            return t1 - t0, size, hwm * 1024 * 1024 if hwm is not None else None, reply
+
+        # The peers' peak RSS comes from GNU time's %M: a child spawned from this (large)
+        # Python process would inherit its high-water mark through vfork and exec.
+        gnu_time = "/usr/bin/time" if os.access("/usr/bin/time", os.X_OK) else None
+        rss_file = os.path.join(tempfile.mkdtemp(prefix="replay-bench-scale-"), "rss")
+        atexit.register(shutil.rmtree, os.path.dirname(rss_file), True)
+
+        def tool_once(argv, env=None):
+            """A subprocess, its output drained: (seconds, stdout bytes, peak RSS in bytes, stdout)."""
+            wrapped = [gnu_time, "-f", "%M", "-o", rss_file] + argv if gnu_time else argv
+            t0 = now()
+            p = subprocess.run(wrapped, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+            dt = now() - t0
+            rss = None
+            if gnu_time:
+                with open(rss_file) as f:
+                    rss = int(f.read().split()[-1]) * 1024
+            return dt, len(p.stdout), rss, p.stdout
+
+        def text_of(reply):
+            res = reply.get("result", {})
+            return "".join(c.get("text", "") for c in res.get("content", []) if c.get("type") == "text")
+
+        def depth_first(paths):
+            # walk::path_order: byte order with `/` before every other byte.
+            return sorted(paths, key=lambda p: p.encode("utf-8", "surrogateescape").replace(b"/", b"\0"))
+
+        def row(key, title, tool, args, peer=None, peer_label=None, peer_env=None):
+            """Alternates n timed runs of replay and the peer (after one untimed run of each)."""
+            g = self.group(key, title)
+            runs = {"replay": []}
+            if peer:
+                runs[peer_label] = []
+            replay_once(tool, args)
+            if peer:
+                tool_once(peer, peer_env)
+            last = {}
+            for _ in range(n):
+                dt, size, rss, reply = replay_once(tool, args)
+                runs["replay"].append((dt, size, rss))
+                last["replay"] = reply
+                if peer:
+                    dt, size, rss, out = tool_once(peer, peer_env)
+                    runs[peer_label].append((dt, size, rss))
+                    last[peer_label] = out
+            for label, samples in runs.items():
+                times = ms([s[0] for s in samples])
+                size = median([s[1] for s in samples])
+                rss = max((s[2] for s in samples if s[2] is not None), default=None)
+                r = g.add(label, times, peer=label != "replay",
+                          result=f"{size / MB:.3g} MB out, peak RSS "
+                                 + (f"{rss / MB:.1f} MB" if rss is not None else "n/a"))
+                r["reply_bytes"] = size
+                r["peak_rss_bytes"] = rss
+                r["rss_samples"] = [s[2] for s in samples]
+            return g, last
+
+        def bars(g, checks, detail):
+            failed = [what for what, ok in checks if not ok]
+            g.set_check(not failed, (("bar missed: " + "; ".join(failed) + "; ") if failed else "bars met; ")
+                        + detail)
+            summarize(g)
+
+        def rows(g):
+            return {r["label"]: r for r in g.rows}
+
+        # search_files and glob_search against find ---------------------------------------
+        g, last = row("scale-search", "million: search_files `f0999`", "search_files",
+                      {"directory": tree, "nameContains": "f0999"},
+                      [im.find, tree, "-iname", "*f0999*"], "find")
+        got = [ln for ln in text_of(last["replay"]).split("\n") if ln.startswith("/")]
+        ref = [ln for ln in last["find"].decode("utf-8", "surrogateescape").split("\n") if ln]
+        r = rows(g)
+        ratio = r["replay"]["median"] / r["find"]["median"]
+        bars(g, [(f"RSS {r['replay']['peak_rss_bytes'] / MB:.1f} MB > 30 MB", r["replay"]["peak_rss_bytes"] <= 30 * MB),
+                 (f"time {ratio:.2f}x find > 1.5x", ratio <= 1.5),
+                 (f"paths differ from find's ({len(got)} vs {len(ref)})", set(got) == set(ref)),
+                 ("not in depth-first order", got == depth_first(got))],
+             f"{len(got)} paths = find's, depth-first; {ratio:.2f}x find; RSS ≤ 30 MB")
+
+        g, last = row("scale-glob", "million: glob_search `**/f0999.txt`", "glob_search",
+                      {"directory": tree, "globs": ["**/f0999.txt"], "max": 0},
+                      [im.find, tree, "-type", "f", "-name", "f0999.txt"], "find")
+        got = [ln for ln in text_of(last["replay"]).split("\n") if ln.startswith("/")]
+        ref = [ln for ln in last["find"].decode("utf-8", "surrogateescape").split("\n") if ln]
+        r = rows(g)
+        ratio = r["replay"]["median"] / r["find"]["median"]
+        bars(g, [(f"RSS {r['replay']['peak_rss_bytes'] / MB:.1f} MB > 30 MB", r["replay"]["peak_rss_bytes"] <= 30 * MB),
+                 (f"time {ratio:.2f}x find > 1.5x", ratio <= 1.5),
+                 (f"paths differ from find's ({len(got)} vs {len(ref)})", set(got) == set(ref)),
+                 ("not in depth-first order", got == depth_first(got))],
+             f"{len(got)} files = find's, depth-first; {ratio:.2f}x find; RSS ≤ 30 MB")
+
+        # grep_files against rg ---------------------------------------------------------------
+        if im.rg:
+            g, last = row("scale-grep", "million: grep_files `needle`", "grep_files",
+                          {"directory": tree, "regex": "needle"},
+                          [im.rg, "--no-ignore", "--hidden", "-n", "needle", tree], "rg")
+            got = {ln for ln in text_of(last["replay"]).split("\n") if ln.startswith("/")}
+            ref = {ln for ln in last["rg"].decode("utf-8", "surrogateescape").split("\n") if ln}
+            r = rows(g)
+            ratio = r["replay"]["median"] / r["rg"]["median"]
+            bars(g, [(f"RSS {r['replay']['peak_rss_bytes'] / MB:.1f} MB > 30 MB", r["replay"]["peak_rss_bytes"] <= 30 * MB),
+                     (f"time {ratio:.2f}x rg > 1.2x", ratio <= 1.2),
+                     (f"lines differ from rg's ({len(got)} vs {len(ref)})", got == ref)],
+                 f"{len(got)} lines = rg -n's; {ratio:.2f}x rg; RSS ≤ 30 MB")
+
+        # directory_tree -------------------------------------------------------------------
+        g, last = row("scale-tree-capped", "million: directory_tree maxEntries 1000", "directory_tree",
+                      {"path": tree, "maxEntries": 1000})
+        content = last["replay"]["result"]["content"]
+        nodes = tree_nodes(json.loads(content[0]["text"]))
+        note = content[1]["text"] if len(content) > 1 else ""
+        r = rows(g)
+        bars(g, [(f"time {r['replay']['median']:.0f} ms > 100 ms", r["replay"]["median"] <= 100),
+                 (f"RSS {r['replay']['peak_rss_bytes'] / MB:.1f} MB > 30 MB", r["replay"]["peak_rss_bytes"] <= 30 * MB),
+                 (f"{nodes} nodes, not the root and 1,000", nodes == 1001)],
+             f"{nodes} nodes (the root and 1,000); note: {note[:60]}…")
+
+        for fmt in ("json", "text"):
+            args = {"path": tree} if fmt == "json" else {"path": tree, "format": "text"}
+            g, last = row(f"scale-tree-{fmt}", f"million: directory_tree, whole ({fmt})", "directory_tree",
+                          args, [im.find, tree], "find")
+            text = text_of(last["replay"])
+            if fmt == "json":
+                shown = tree_nodes(json.loads(last["replay"]["result"]["content"][0]["text"]))
+            else:
+                shown = sum(1 for ln in text.split("\n") if not ln.startswith("["))
+            m = re.search(r"\[truncated: (\d+) of (\d+) entries", text + "".join(
+                c.get("text", "") for c in last["replay"]["result"]["content"][1:]))
+            all_entries = count_lines(last["find"]) - 1
+            r = rows(g)
+            size, rss = r["replay"]["reply_bytes"], r["replay"]["peak_rss_bytes"]
+            bar = 1.5 * size + 30 * MB
+            bars(g, [(f"RSS {rss / MB:.1f} MB > 1.5 x {size / MB:.1f} MB + 30 MB = {bar / MB:.1f} MB", rss <= bar),
+                     (f"the note's total {m and m.group(2)} is not find's {all_entries}",
+                      m is None or int(m.group(2)) == all_entries)],
+                 f"{shown} nodes shown" + (f" of {m.group(2)} (cut to the reply's bound)" if m else "")
+                 + f"; RSS ≤ 1.5 x reply + 30 MB = {bar / MB:.1f} MB")
+
+        # list_directory against ls -1 ----------------------------------------------------------
+        ls = shutil.which("ls")
+        env = dict(os.environ, LC_ALL="C")
+        g, last = row("scale-list", "million: list_directory of 100,000 entries", "list_directory",
+                      {"path": flat}, [ls, "-1", flat], "ls -1", peer_env=env)
+        names = [ln[7:] for ln in text_of(last["replay"]).split("\n") if ln.startswith("[FILE] ")]
+        ref = [ln for ln in last["ls -1"].decode("utf-8", "surrogateescape").split("\n") if ln]
+        r = rows(g)
+        size, rss = r["replay"]["reply_bytes"], r["replay"]["peak_rss_bytes"]
+        bar = 1.5 * size + 30 * MB
+        ratio = r["replay"]["median"] / r["ls -1"]["median"]
+        bars(g, [(f"RSS {rss / MB:.1f} MB > {bar / MB:.1f} MB", rss <= bar),
+                 (f"time {ratio:.2f}x ls -1 > 2x", ratio <= 2.0),
+                 (f"names differ from ls -1's ({len(names)} vs {len(ref)})", names == ref)],
+             f"{len(names)} names = ls -1's, same order; {ratio:.2f}x ls; RSS ≤ 1.5 x reply + 30 MB = {bar / MB:.1f} MB")
+        g.notes.append("ls -1 runs with LC_ALL=C: byte order, as replay sorts")
+
+        for key in ("scale-search", "scale-glob", "scale-grep", "scale-tree-capped", "scale-tree-json",
+                    "scale-tree-text", "scale-list"):
+            for grp in self.groups:
+                if grp.key == key and not grp.notes:
+                    grp.notes.append(f"each replay sample a fresh server and one call ({n} timed after "
+                                     "1 untimed, alternating with the peer); the result column gives the "
+                                     "reply line's bytes (the peer's output) and the highest peak RSS "
+                                     "(VmHWM; wait4's ru_maxrss for the peer); MB = 10^6 bytes")
+
 
 def machine_info(impls):
     info = {"date": datetime.datetime.now().astimezone().isoformat(timespec="seconds")}
@@ -1571,14 +1769,17 @@ def main():
     ap.add_argument("--corpus", default="/tmp/replay-corpus")
     ap.add_argument("--peers", default="/tmp/replay-peers")
     ap.add_argument("--replay", default=os.path.join(REPO, "target", "release", "replay"))
-    ap.add_argument("--only", default="", help="comma-separated subset of: " + ",".join(BENCHMARKS))
+    ap.add_argument("--only", default="", help="comma-separated subset of: "
+                    + ",".join(BENCHMARKS + OPTIONAL_BENCHMARKS))
     ap.add_argument("--quick", action="store_true", help="fewer repetitions (under a minute)")
+    ap.add_argument("--million", default="/tmp/replay-million",
+                    help="the million tree of ../shared/bench/make-million.sh (for --only scale)")
     args = ap.parse_args()
 
     only = [s.strip() for s in args.only.split(",") if s.strip()] or BENCHMARKS
-    unknown = [s for s in only if s not in BENCHMARKS]
+    unknown = [s for s in only if s not in BENCHMARKS + OPTIONAL_BENCHMARKS]
     if unknown:
-        ap.error(f"unknown benchmark(s) {unknown}; choose from {','.join(BENCHMARKS)}")
+        ap.error(f"unknown benchmark(s) {unknown}; choose from {','.join(BENCHMARKS + OPTIONAL_BENCHMARKS)}")
 
     impls = Impls(args)
     missing = False
@@ -1586,11 +1787,17 @@ def main():
         log(f"replay binary not found at {impls.replay}: run `cargo build --release` first")
         missing = True
     for sub in ("big", "fixtures/small.txt", "fixtures/big-5mb.txt", "fixtures/dir1000"):
+        if only == ["scale"]:
+            break
         if not os.path.exists(os.path.join(impls.corpus, sub)):
             log(f"corpus incomplete ({os.path.join(impls.corpus, sub)} missing). Build it with:\n"
                 f"    bash ../shared/bench/make-corpus.sh {impls.corpus}")
             missing = True
             break
+    if "scale" in only and not all(os.path.isdir(os.path.join(args.million, d)) for d in ("tree", "flat")):
+        log(f"the million tree is missing ({args.million}). Make it with:\n"
+            f"    bash ../shared/bench/make-million.sh {args.million}")
+        missing = True
     if missing:
         sys.exit(2)
     absent = [n for n, e in [("rg", impls.rg)] + impls.mcp_peers if not e]
@@ -1603,7 +1810,7 @@ def main():
         f"load {' '.join(info.get('loadavg_at_start', []))}")
     bench = Bench(args, impls)
     t0 = now()
-    for name in BENCHMARKS:
+    for name in BENCHMARKS + OPTIONAL_BENCHMARKS:
         if name not in only:
             continue
         fn = getattr(bench, "bench_" + name.replace("-", "_"))

@@ -2,7 +2,8 @@
 //! directly. The binary (`src/main.rs`) is the product; this is not a stable API.
 //!
 //! Public are the modules `main` starts the server or a subcommand with (`cli`, `sandbox`,
-//! `policy`, `protocol`, `tools`, `oneshot`, `client_config`, `selection`, `interrupt`) and the
+//! `policy`, `protocol`, `tools`, `oneshot`, `client_config`, `selection`, `interrupt`,
+//! `memory`) and the
 //! ones the fuzz targets drive (`protocol::jsonrpc`, `protocol::reply`, `schema`, `policy`,
 //! `tools::edit::matching`, `js_regex`). The rest stays private to the crate.
 
@@ -13,6 +14,7 @@ mod error;
 mod fs;
 pub mod interrupt;
 pub mod js_regex;
+pub mod memory;
 pub mod oneshot;
 pub mod policy;
 pub mod protocol;

@@ -21,7 +21,7 @@ use replay::tools::{Cancel, Settings};
 use replay::{client_config, interrupt, oneshot, protocol, sandbox};
 
 fn main() -> ExitCode {
-    limit_malloc_arenas();
+    replay::memory::configure();
     match cli::parse() {
         Invocation::Serve(config) => serve(config),
         Invocation::Call(call) => call_once(call),
@@ -154,26 +154,6 @@ fn scope(config: Config, confined: &Confined) -> (Policy, Settings) {
     };
     (Policy::new(config.roots, config.home), settings)
 }
-
-/// One malloc arena for the whole process. glibc gives each thread that contends its own arena
-/// and keeps freed memory in each; with the walker, search and runtime threads that cost ~5 MB
-/// of the 31 MB peak while grepping a 600 MB tree (26 MB with one arena, measured with
-/// `bench/bench.py`), and the hot loops barely allocate, so the contention it adds is noise.
-#[cfg(all(target_os = "linux", target_env = "gnu"))]
-fn limit_malloc_arenas() {
-    const M_ARENA_MAX: std::ffi::c_int = -8;
-    extern "C" {
-        fn mallopt(param: std::ffi::c_int, value: std::ffi::c_int) -> std::ffi::c_int;
-    }
-    // SAFETY: called first thing in `main`, before any other thread exists; mallopt only
-    // adjusts allocator tuning and has no preconditions.
-    unsafe {
-        mallopt(M_ARENA_MAX, 1);
-    }
-}
-
-#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-fn limit_malloc_arenas() {}
 
 /// Logs go to stderr only: stdout carries JSON-RPC.
 fn init_logging(level: Option<&str>) {

@@ -10,7 +10,7 @@ use crate::error::ToolError;
 use crate::policy::Policy;
 use crate::protocol::jsonrpc::RpcError;
 use crate::protocol::revision::{self, Revision};
-use crate::reply_size::json_len;
+use crate::reply_size::{json_len, push_json};
 use crate::schema;
 use crate::tools::{self, Cancel, Content, Ctx, Output, Progress, Settings, Structured};
 
@@ -120,19 +120,32 @@ fn render(output: Output) -> ToolReply {
     ToolReply { content, is_error: output.is_error, structured: output.structured }
 }
 
+/// An MCP content item. Built member by member, moving the tool's strings in: `json!` would
+/// copy them (a 5 MiB file's text, or a 24 MiB tree, held twice).
 fn render_content(content: Content) -> Value {
+    let item = |kind: &str, members: Vec<(&str, Value)>| {
+        let mut map = Map::new();
+        map.insert("type".to_owned(), Value::from(kind));
+        for (name, value) in members {
+            map.insert(name.to_owned(), value);
+        }
+        Value::Object(map)
+    };
     match content {
-        Content::Text(text) => json!({"type": "text", "text": text}),
+        Content::Text(text) => item("text", vec![("text", Value::String(text))]),
         Content::Image { data, mime_type } => {
-            json!({"type": "image", "data": data, "mimeType": mime_type})
+            item("image", vec![("data", Value::String(data)), ("mimeType", Value::from(mime_type))])
         }
         Content::Audio { data, mime_type } => {
-            json!({"type": "audio", "data": data, "mimeType": mime_type})
+            item("audio", vec![("data", Value::String(data)), ("mimeType", Value::from(mime_type))])
         }
-        Content::Blob { uri, data, mime_type } => json!({
-            "type": "resource",
-            "resource": {"uri": uri, "mimeType": mime_type, "blob": data},
-        }),
+        Content::Blob { uri, data, mime_type } => {
+            let mut resource = Map::new();
+            resource.insert("uri".to_owned(), Value::String(uri));
+            resource.insert("mimeType".to_owned(), Value::from(mime_type));
+            resource.insert("blob".to_owned(), Value::String(data));
+            item("resource", vec![("resource", Value::Object(resource))])
+        }
     }
 }
 
@@ -156,15 +169,23 @@ pub fn write_result(
     }
     // And room for what closes the line after it (the envelope's brace, the newline).
     out.reserve(len + 2);
-    out.extend_from_slice(b"{\"content\":");
-    let _ = serde_json::to_writer(&mut *out, &content);
+    out.extend_from_slice(b"{\"content\":[");
+    // Each item is dropped once written, so that a big reply's text and its line are held
+    // together only while that item is written.
+    for (i, item) in content.into_iter().enumerate() {
+        if i > 0 {
+            out.push(b',');
+        }
+        push_json(out, &item);
+    }
+    out.push(b']');
     if reply.is_error {
         out.extend_from_slice(b",\"isError\":true");
     }
-    match &structured {
+    match structured {
         Some(Structured::Value(value)) => {
             out.extend_from_slice(b",\"structuredContent\":");
-            let _ = serde_json::to_writer(&mut *out, value);
+            push_json(out, &value);
         }
         Some(Structured::Json(json)) => {
             out.extend_from_slice(b",\"structuredContent\":");

@@ -20,6 +20,8 @@ use std::thread::JoinHandle;
 
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 
+use crate::memory;
+
 /// A line from stdin, without its newline, or the sign that it was cut off at the cap.
 pub enum Line {
     Complete(Vec<u8>),
@@ -121,6 +123,8 @@ struct Shared {
     /// Called once, on a thread of its own, when a write fails: the client closed its end.
     on_gone: Box<dyn Fn() + Send + Sync>,
     gone: AtomicBool,
+    /// Something was written since the writer thread last looked (`write_queued`).
+    wrote: AtomicBool,
 }
 
 #[derive(Default)]
@@ -204,6 +208,7 @@ impl Outbox {
         }
         let written = stdout.write_all(lines.as_bytes()).is_ok();
         drop(stdout);
+        self.shared.wrote.store(true, Ordering::Relaxed);
         if !written {
             self.shared.client_gone();
         }
@@ -300,6 +305,7 @@ pub fn spawn_writer(on_gone: impl Fn() + Send + Sync + 'static) -> (Outbox, Join
         drained: Condvar::new(),
         on_gone: Box::new(on_gone),
         gone: AtomicBool::new(false),
+        wrote: AtomicBool::new(false),
     });
     let writer_shared = Arc::clone(&shared);
     let handle = std::thread::Builder::new()
@@ -338,16 +344,34 @@ fn stdout() -> ManuallyDrop<File> {
     ManuallyDrop::new(unsafe { File::from_raw_fd(1) })
 }
 
-/// Writes queued lines, gathering what is queued into writes of about `GATHER` bytes.
+/// Writes queued lines, gathering what is queued into writes of about `GATHER` bytes. Waiting
+/// for lines, it looks every `memory::QUIET` whether anything was written meanwhile (here or
+/// directly by another thread); after a quiet spell that followed some writing, it gives freed
+/// memory back to the kernel (`memory::give_back`), once.
 fn write_queued(shared: &Arc<Shared>) {
+    // Written since memory was last given back.
+    let mut dirty = false;
     loop {
         let items = {
             let mut queue = lock(&shared.queue);
             while queue.items.is_empty() && !queue.closed {
-                queue = shared.ready.wait(queue).unwrap_or_else(|e| e.into_inner());
-            }
-            if queue.items.is_empty() {
-                return;
+                let (next, waited) = shared
+                    .ready
+                    .wait_timeout(queue, memory::QUIET)
+                    .unwrap_or_else(|e| e.into_inner());
+                queue = next;
+                if !waited.timed_out() || !queue.items.is_empty() {
+                    continue;
+                }
+                if shared.wrote.swap(false, Ordering::Relaxed) {
+                    dirty = true;
+                } else if dirty {
+                    dirty = false;
+                    // Not under the queue's lock: senders go on meanwhile.
+                    drop(queue);
+                    memory::give_back();
+                    queue = lock(&shared.queue);
+                }
             }
             let mut items = Vec::new();
             let mut len = 0;
@@ -360,6 +384,7 @@ fn write_queued(shared: &Arc<Shared>) {
             }
             items
         };
+        shared.wrote.store(true, Ordering::Relaxed);
         let len: usize = items.iter().map(Item::len).sum();
         let written = {
             let mut stdout = lock(&shared.stdout);

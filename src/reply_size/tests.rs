@@ -65,3 +65,84 @@ fn a_budget_takes_what_fits() {
     assert!(budget.take(6));
     assert!(!budget.take(1));
 }
+
+#[track_caller]
+fn check_written(text: &str) {
+    let mut out = b"prefix".to_vec();
+    push_json_string(&mut out, text);
+    let expect = format!("prefix{}", serde_json::to_string(text).unwrap());
+    assert_eq!(String::from_utf8(out).unwrap(), expect, "{text:?}");
+}
+
+#[test]
+fn strings_are_written_as_serde_json_writes_them() {
+    check_written("");
+    check_written("plain");
+    check_written("a\"b\\c");
+    check_written("\n\t\r\u{8}\u{c}\u{0}\u{1}\u{1f}\u{7f} /");
+    check_written("é日本🎉 and \u{2028}");
+    // Every byte value an ASCII string can hold, at every offset within an 8-byte word, and
+    // each escape alone at every position of a run longer than a word.
+    let all: String = (0u8..128).map(char::from).collect();
+    for shift in 0..8 {
+        check_written(&format!("{}{all}", "x".repeat(shift)));
+    }
+    for c in (0u8..128).map(char::from) {
+        for at in 0..20 {
+            check_written(&format!("{}{c}{}", "y".repeat(at), "z".repeat(19 - at)));
+        }
+    }
+    // Bytes just above and below the ones escaped, which a word-at-a-time test must not miss
+    // or mistake.
+    check_written(&"\u{1f} !\"#[\\]".repeat(100));
+    check_written(&"€\u{80}\u{ff}\u{100}".repeat(50));
+}
+
+#[test]
+fn values_are_written_as_serde_json_writes_them() {
+    for value in [
+        json!(null),
+        json!(true),
+        json!(-12.5),
+        json!(1e300),
+        json!(u64::MAX),
+        json!([]),
+        json!({}),
+        json!([1, "two\n", [3], {"four": 4, "a\"": null}]),
+        json!({"content": [{"type": "text", "text": "x\n\"y\""}], "isError": true, "k\u{2}": null}),
+    ] {
+        let mut out = Vec::new();
+        push_json(&mut out, &value);
+        assert_eq!(String::from_utf8(out).unwrap(), value.to_string());
+    }
+}
+
+#[test]
+fn escapes_are_found_alike_with_and_without_vector_instructions() {
+    for a in 0u8..=255 {
+        for at in 0..16 {
+            let mut block = [b'x'; 16];
+            block[at] = a;
+            block[15 - at] = a.wrapping_add(1);
+            let expect: u32 =
+                (0..16).filter(|&i| ESCAPE_EXTRA[usize::from(block[i])] != 0).map(|i| 1 << i).sum();
+            assert_eq!(escapes_in(&block), expect, "{block:?}");
+            assert_eq!(escapes_in_words(&block), expect, "{block:?}");
+        }
+    }
+}
+
+#[test]
+fn escaped_text_len_counts_every_byte_value_across_blocks() {
+    // Every byte value, many times over, so that the one-byte counters of each 255-byte block
+    // are filled to their most (255 control bytes make 1,275 bytes of escapes).
+    let bytes: Vec<u8> = (0..5000u32).map(|i| (i * 7 % 256) as u8).collect();
+    let by_table = |b: &[u8]| {
+        b.len() + b.iter().map(|&x| usize::from(ESCAPE_EXTRA[usize::from(x)])).sum::<usize>()
+    };
+    for len in [0, 1, 254, 255, 256, 511, 5000] {
+        assert_eq!(escaped_text_len(&bytes[..len]), by_table(&bytes[..len]), "{len}");
+    }
+    assert_eq!(escaped_text_len(&[1; 1000]), 6000);
+    assert_eq!(escaped_text_len(&[b'\n'; 1000]), 2000);
+}

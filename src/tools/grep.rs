@@ -16,7 +16,7 @@ use serde::Deserialize;
 use crate::error::ToolError;
 use crate::js_regex::{FastRegex, JsRegex};
 use crate::policy::ResolvedPath;
-use crate::reply_size::{escaped_text_len, Budget, REPLY_NAME};
+use crate::reply_size::{escaped_text_len, push_json_string, Budget, REPLY_NAME};
 use crate::tools::find::NO_MATCHES;
 use crate::tools::read::MAX_READ_BYTES;
 use crate::tools::{resolve_dir, Ctx, Output, Structured};
@@ -671,8 +671,7 @@ impl JsonObject {
     }
 
     fn string(&mut self, s: &str) -> &mut Self {
-        // serde_json's escaping; writing to a Vec cannot fail.
-        let _ = serde_json::to_writer(&mut self.out, s);
+        push_json_string(&mut self.out, s);
         self
     }
 
