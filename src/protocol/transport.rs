@@ -373,6 +373,9 @@ fn write_queued(shared: &Arc<Shared>) {
                     queue = lock(&shared.queue);
                 }
             }
+            if queue.items.is_empty() {
+                return;
+            }
             let mut items = Vec::new();
             let mut len = 0;
             while let Some(item) = queue.items.pop_front() {
