@@ -1478,6 +1478,8 @@ class Bench:
         tree, flat = os.path.join(root, "tree"), os.path.join(root, "flat")
         n = 2 if self.quick else 5
         MB = 1e6
+        wanted = {r.strip() for r in self.a.scale_rows.split(",") if r.strip()}
+        first_group = len(self.groups)
 
         def replay_once(tool, args):
             """A fresh server, one call: (seconds, reply line bytes, peak RSS in bytes, reply)."""
@@ -1559,106 +1561,111 @@ class Bench:
         def rows(g):
             return {r["label"]: r for r in g.rows}
 
-        # search_files and glob_search against find ---------------------------------------
-        g, last = row("scale-search", "million: search_files `f0999`", "search_files",
-                      {"directory": tree, "nameContains": "f0999"},
-                      [im.find, tree, "-iname", "*f0999*"], "find")
-        got = [ln for ln in text_of(last["replay"]).split("\n") if ln.startswith("/")]
-        ref = [ln for ln in last["find"].decode("utf-8", "surrogateescape").split("\n") if ln]
-        r = rows(g)
-        ratio = r["replay"]["median"] / r["find"]["median"]
-        bars(g, [(f"RSS {r['replay']['peak_rss_bytes'] / MB:.1f} MB > 30 MB", r["replay"]["peak_rss_bytes"] <= 30 * MB),
-                 (f"time {ratio:.2f}x find > 1.5x", ratio <= 1.5),
-                 (f"paths differ from find's ({len(got)} vs {len(ref)})", set(got) == set(ref)),
-                 ("not in depth-first order", got == depth_first(got))],
-             f"{len(got)} paths = find's, depth-first; {ratio:.2f}x find; RSS ≤ 30 MB")
+        def check_names(g, last, peer, kind):
+            """search_files and glob_search: the paths equal find's, in depth-first order."""
+            got = [ln for ln in text_of(last["replay"]).split("\n") if ln.startswith("/")]
+            ref = [ln for ln in last[peer].decode("utf-8", "surrogateescape").split("\n") if ln]
+            r = rows(g)
+            rss = r["replay"]["peak_rss_bytes"]
+            ratio = r["replay"]["median"] / r[peer]["median"]
+            bars(g, [(f"RSS {rss / MB:.1f} MB > 30 MB", rss <= 30 * MB),
+                     (f"time {ratio:.2f}x find > 1.5x", ratio <= 1.5),
+                     (f"{kind} differ from find's ({len(got)} vs {len(ref)})", set(got) == set(ref)),
+                     ("not in depth-first order", got == depth_first(got))],
+                 f"{len(got)} {kind} = find's, depth-first; {ratio:.2f}x find; RSS ≤ 30 MB")
 
-        g, last = row("scale-glob", "million: glob_search `**/f0999.txt`", "glob_search",
-                      {"directory": tree, "globs": ["**/f0999.txt"], "max": 0},
-                      [im.find, tree, "-type", "f", "-name", "f0999.txt"], "find")
-        got = [ln for ln in text_of(last["replay"]).split("\n") if ln.startswith("/")]
-        ref = [ln for ln in last["find"].decode("utf-8", "surrogateescape").split("\n") if ln]
-        r = rows(g)
-        ratio = r["replay"]["median"] / r["find"]["median"]
-        bars(g, [(f"RSS {r['replay']['peak_rss_bytes'] / MB:.1f} MB > 30 MB", r["replay"]["peak_rss_bytes"] <= 30 * MB),
-                 (f"time {ratio:.2f}x find > 1.5x", ratio <= 1.5),
-                 (f"paths differ from find's ({len(got)} vs {len(ref)})", set(got) == set(ref)),
-                 ("not in depth-first order", got == depth_first(got))],
-             f"{len(got)} files = find's, depth-first; {ratio:.2f}x find; RSS ≤ 30 MB")
+        def search():
+            g, last = row("scale-search", "million: search_files `f0999`", "search_files",
+                          {"directory": tree, "nameContains": "f0999"},
+                          [im.find, tree, "-iname", "*f0999*"], "find")
+            check_names(g, last, "find", "paths")
 
-        # grep_files against rg ---------------------------------------------------------------
-        if im.rg:
+        def glob():
+            g, last = row("scale-glob", "million: glob_search `**/f0999.txt`", "glob_search",
+                          {"directory": tree, "globs": ["**/f0999.txt"], "max": 0},
+                          [im.find, tree, "-type", "f", "-name", "f0999.txt"], "find")
+            check_names(g, last, "find", "files")
+
+        def grep():
+            if not im.rg:
+                self.group("scale-grep", "million: grep_files `needle`").na("rg", "n/a (not installed)")
+                return
             g, last = row("scale-grep", "million: grep_files `needle`", "grep_files",
                           {"directory": tree, "regex": "needle"},
                           [im.rg, "--no-ignore", "--hidden", "-n", "needle", tree], "rg")
             got = {ln for ln in text_of(last["replay"]).split("\n") if ln.startswith("/")}
             ref = {ln for ln in last["rg"].decode("utf-8", "surrogateescape").split("\n") if ln}
             r = rows(g)
+            rss = r["replay"]["peak_rss_bytes"]
             ratio = r["replay"]["median"] / r["rg"]["median"]
-            bars(g, [(f"RSS {r['replay']['peak_rss_bytes'] / MB:.1f} MB > 30 MB", r["replay"]["peak_rss_bytes"] <= 30 * MB),
+            bars(g, [(f"RSS {rss / MB:.1f} MB > 30 MB", rss <= 30 * MB),
                      (f"time {ratio:.2f}x rg > 1.2x", ratio <= 1.2),
                      (f"lines differ from rg's ({len(got)} vs {len(ref)})", got == ref)],
                  f"{len(got)} lines = rg -n's; {ratio:.2f}x rg; RSS ≤ 30 MB")
 
-        # directory_tree -------------------------------------------------------------------
-        g, last = row("scale-tree-capped", "million: directory_tree maxEntries 1000", "directory_tree",
-                      {"path": tree, "maxEntries": 1000})
-        content = last["replay"]["result"]["content"]
-        nodes = tree_nodes(json.loads(content[0]["text"]))
-        note = content[1]["text"] if len(content) > 1 else ""
-        r = rows(g)
-        bars(g, [(f"time {r['replay']['median']:.0f} ms > 100 ms", r["replay"]["median"] <= 100),
-                 (f"RSS {r['replay']['peak_rss_bytes'] / MB:.1f} MB > 30 MB", r["replay"]["peak_rss_bytes"] <= 30 * MB),
-                 (f"{nodes} nodes, not the root and 1,000", nodes == 1001)],
-             f"{nodes} nodes (the root and 1,000); note: {note[:60]}…")
+        def tree_capped():
+            g, last = row("scale-tree-capped", "million: directory_tree maxEntries 1000", "directory_tree",
+                          {"path": tree, "maxEntries": 1000})
+            content = last["replay"]["result"]["content"]
+            nodes = tree_nodes(json.loads(content[0]["text"]))
+            note = content[1]["text"] if len(content) > 1 else ""
+            r = rows(g)
+            rss = r["replay"]["peak_rss_bytes"]
+            bars(g, [(f"time {r['replay']['median']:.0f} ms > 100 ms", r["replay"]["median"] <= 100),
+                     (f"RSS {rss / MB:.1f} MB > 30 MB", rss <= 30 * MB),
+                     (f"{nodes} nodes, not the root and 1,000", nodes == 1001)],
+                 f"{nodes} nodes (the root and 1,000); note: {note[:60]}…")
 
-        for fmt in ("json", "text"):
+        def tree_whole(fmt):
             args = {"path": tree} if fmt == "json" else {"path": tree, "format": "text"}
             g, last = row(f"scale-tree-{fmt}", f"million: directory_tree, whole ({fmt})", "directory_tree",
                           args, [im.find, tree], "find")
-            text = text_of(last["replay"])
+            content = last["replay"]["result"]["content"]
             if fmt == "json":
-                shown = tree_nodes(json.loads(last["replay"]["result"]["content"][0]["text"]))
+                shown = tree_nodes(json.loads(content[0]["text"]))
             else:
-                shown = sum(1 for ln in text.split("\n") if not ln.startswith("["))
-            m = re.search(r"\[truncated: (\d+) of (\d+) entries", text + "".join(
-                c.get("text", "") for c in last["replay"]["result"]["content"][1:]))
-            all_entries = count_lines(last["find"]) - 1
+                shown = sum(1 for ln in content[0]["text"].split("\n") if not ln.startswith("["))
+            notes = "".join(c.get("text", "") for c in content[1:]) if fmt == "json" else content[0]["text"]
+            m = re.search(r"\[truncated: (\d+) (?:of \d+ )?entries shown", notes)
             r = rows(g)
             size, rss = r["replay"]["reply_bytes"], r["replay"]["peak_rss_bytes"]
             bar = 1.5 * size + 30 * MB
             bars(g, [(f"RSS {rss / MB:.1f} MB > 1.5 x {size / MB:.1f} MB + 30 MB = {bar / MB:.1f} MB", rss <= bar),
-                     (f"the note's total {m and m.group(2)} is not find's {all_entries}",
-                      m is None or int(m.group(2)) == all_entries)],
-                 f"{shown} nodes shown" + (f" of {m.group(2)} (cut to the reply's bound)" if m else "")
-                 + f"; RSS ≤ 1.5 x reply + 30 MB = {bar / MB:.1f} MB")
+                     (f"the note says {m and m.group(1)} entries, {shown - 1} are shown",
+                      m is None or int(m.group(1)) == shown - 1)],
+                 f"{shown} nodes shown" + (" (cut to the reply's bound)" if m else "")
+                 + f" of find's {count_lines(last['find'])}; RSS ≤ 1.5 x reply + 30 MB = {bar / MB:.1f} MB")
 
-        # list_directory against ls -1 ----------------------------------------------------------
-        ls = shutil.which("ls")
-        env = dict(os.environ, LC_ALL="C")
-        g, last = row("scale-list", "million: list_directory of 100,000 entries", "list_directory",
-                      {"path": flat}, [ls, "-1", flat], "ls -1", peer_env=env)
-        names = [ln[7:] for ln in text_of(last["replay"]).split("\n") if ln.startswith("[FILE] ")]
-        ref = [ln for ln in last["ls -1"].decode("utf-8", "surrogateescape").split("\n") if ln]
-        r = rows(g)
-        size, rss = r["replay"]["reply_bytes"], r["replay"]["peak_rss_bytes"]
-        bar = 1.5 * size + 30 * MB
-        ratio = r["replay"]["median"] / r["ls -1"]["median"]
-        bars(g, [(f"RSS {rss / MB:.1f} MB > {bar / MB:.1f} MB", rss <= bar),
-                 (f"time {ratio:.2f}x ls -1 > 2x", ratio <= 2.0),
-                 (f"names differ from ls -1's ({len(names)} vs {len(ref)})", names == ref)],
-             f"{len(names)} names = ls -1's, same order; {ratio:.2f}x ls; RSS ≤ 1.5 x reply + 30 MB = {bar / MB:.1f} MB")
-        g.notes.append("ls -1 runs with LC_ALL=C: byte order, as replay sorts")
+        def listing():
+            ls = shutil.which("ls")
+            env = dict(os.environ, LC_ALL="C")
+            g, last = row("scale-list", "million: list_directory of 100,000 entries", "list_directory",
+                          {"path": flat}, [ls, "-1", flat], "ls -1", peer_env=env)
+            names = [ln[7:] for ln in text_of(last["replay"]).split("\n") if ln.startswith("[FILE] ")]
+            ref = [ln for ln in last["ls -1"].decode("utf-8", "surrogateescape").split("\n") if ln]
+            r = rows(g)
+            size, rss = r["replay"]["reply_bytes"], r["replay"]["peak_rss_bytes"]
+            bar = 1.5 * size + 30 * MB
+            ratio = r["replay"]["median"] / r["ls -1"]["median"]
+            bars(g, [(f"RSS {rss / MB:.1f} MB > {bar / MB:.1f} MB", rss <= bar),
+                     (f"time {ratio:.2f}x ls -1 > 2x", ratio <= 2.0),
+                     (f"names differ from ls -1's ({len(names)} vs {len(ref)})", names == ref)],
+                 f"{len(names)} names = ls -1's, same order; {ratio:.2f}x ls; "
+                 f"RSS ≤ 1.5 x reply + 30 MB = {bar / MB:.1f} MB")
+            g.notes.append("ls -1 runs with LC_ALL=C: byte order, as replay sorts")
 
-        for key in ("scale-search", "scale-glob", "scale-grep", "scale-tree-capped", "scale-tree-json",
-                    "scale-tree-text", "scale-list"):
-            for grp in self.groups:
-                if grp.key == key and not grp.notes:
-                    grp.notes.append(f"each replay sample a fresh server and one call ({n} timed after "
-                                     "1 untimed, alternating with the peer); the result column gives the "
-                                     "reply line's bytes (the peer's output) and the highest peak RSS "
-                                     "(VmHWM; wait4's ru_maxrss for the peer); MB = 10^6 bytes")
+        for name, fn in [("search", search), ("glob", glob), ("grep", grep), ("tree-capped", tree_capped),
+                         ("tree-json", lambda: tree_whole("json")), ("tree-text", lambda: tree_whole("text")),
+                         ("list", listing)]:
+            if not wanted or name in wanted:
+                fn()
 
+        if len(self.groups) > first_group:
+            self.groups[first_group].notes.append(
+                f"each replay sample is a fresh server and one call ({n} timed after 1 untimed, alternating "
+                "with the peer's runs); the result column gives the reply line's bytes (the peer's output's) "
+                "and the highest peak RSS (VmHWM; the peer's from GNU time's %M); MB = 10^6 bytes; load "
+                f"average at the end {' '.join(open('/proc/loadavg').read().split()[:3])}")
 
 def machine_info(impls):
     info = {"date": datetime.datetime.now().astimezone().isoformat(timespec="seconds")}
@@ -1772,6 +1779,9 @@ def main():
     ap.add_argument("--only", default="", help="comma-separated subset of: "
                     + ",".join(BENCHMARKS + OPTIONAL_BENCHMARKS))
     ap.add_argument("--quick", action="store_true", help="fewer repetitions (under a minute)")
+    ap.add_argument("--scale-rows", default="",
+                    help="with --only scale, a comma-separated subset of its rows: search, glob, grep, "
+                         "tree-capped, tree-json, tree-text, list")
     ap.add_argument("--million", default="/tmp/replay-million",
                     help="the million tree of ../shared/bench/make-million.sh (for --only scale)")
     args = ap.parse_args()

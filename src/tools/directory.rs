@@ -6,18 +6,18 @@
 //! the JSON (and, for `format: "text"`, the indented tree) in one pass over the sorted entries.
 
 use std::os::fd::{AsFd, BorrowedFd};
+use std::os::unix::ffi::OsStrExt;
 
 use serde::Deserialize;
-use serde_json::json;
 
 use crate::error::ToolError;
 use crate::policy::confined::{self, Kind};
 use crate::policy::ResolvedPath;
-use crate::reply_size::{escaped_text_len, Budget, REPLY_NAME};
+use crate::reply_size::{escaped_text_len, push_json_string, Budget, REPLY_NAME};
 use crate::tools::info::iso8601_utc;
 use crate::tools::write::TEMP_PREFIX;
 use crate::tools::{Content, Ctx, Output, Structured};
-use crate::walk::{self, Entry, EntryKind, Exclude, Tally, WalkOptions};
+use crate::walk::{levels, EntryKind, Exclude, Tally, WalkOptions};
 
 #[derive(Deserialize)]
 pub struct PathArgs {
@@ -78,11 +78,21 @@ pub fn create_directory(ctx: &Ctx, args: PathArgs) -> Result<Output, ToolError> 
     Ok(Output::text(format!("Created directory {}", resolved.shown.display())))
 }
 
+/// A directory's entries: their names one after another in one buffer, and per entry where
+/// its name is and what the listing shows of it. Two allocations for the whole listing, not two
+/// per entry: 100,000 entries took 186 MB at peak as `Value`s and per-entry strings, and take
+/// what the reply takes now.
+struct Listing {
+    names: Vec<u8>,
+    entries: Vec<Listed>,
+}
+
 /// One entry of a listed directory; `size` and `modified` are read only when asked for.
 struct Listed {
-    name: String,
-    /// The name as the directory holds it, for `fstatat` (`name` is lossily converted).
-    raw_name: std::ffi::OsString,
+    /// Where the name (as the directory holds it) is in `Listing::names`.
+    name: (usize, usize),
+    /// The name is UTF-8: shown as it is.
+    utf8: bool,
     kind: Kind,
     /// Bytes, for a file (not a directory or a symlink).
     size: Option<u64>,
@@ -90,30 +100,57 @@ struct Listed {
     modified: Option<i64>,
 }
 
-/// The entries of one directory, sorted by name (byte order, as `ls` in the C locale), and the
-/// open directory.
-fn sorted_entries(dir: &ResolvedPath) -> Result<(std::os::fd::OwnedFd, Vec<Listed>), ToolError> {
+impl Listing {
+    fn raw_name(&self, entry: &Listed) -> &[u8] {
+        &self.names[entry.name.0..entry.name.1]
+    }
+
+    /// The name as shown: lossily converted when it is not UTF-8.
+    fn name(&self, entry: &Listed) -> std::borrow::Cow<'_, str> {
+        String::from_utf8_lossy(self.raw_name(entry))
+    }
+
+    /// Name order: byte order, as `ls` in the C locale, of the names as shown.
+    fn by_name(&self, a: &Listed, b: &Listed) -> std::cmp::Ordering {
+        if a.utf8 && b.utf8 {
+            self.raw_name(a).cmp(self.raw_name(b))
+        } else {
+            self.name(a).cmp(&self.name(b))
+        }
+    }
+}
+
+/// The entries of one directory, sorted by name, and the open directory.
+fn sorted_entries(dir: &ResolvedPath) -> Result<(std::os::fd::OwnedFd, Listing), ToolError> {
     let failed = |e| ToolError::io("list directory", &dir.shown, e);
     let handle = dir.open_dir().map_err(failed)?;
-    let mut entries = Vec::new();
-    for entry in confined::read_entries(handle.as_fd()).map_err(failed)? {
-        let name = entry.name.to_string_lossy().into_owned();
-        if name.starts_with(TEMP_PREFIX) {
+    let mut listing = Listing { names: Vec::new(), entries: Vec::new() };
+    confined::for_each_entry(handle.as_fd(), |name, kind| {
+        let bytes = name.as_encoded_bytes();
+        if bytes.starts_with(TEMP_PREFIX.as_bytes()) {
             // A write in progress (or one a crash left behind): not the user's file.
-            continue;
+            return;
         }
-        let (raw_name, kind) = (entry.name, entry.kind);
-        entries.push(Listed { name, raw_name, kind, size: None, modified: None });
-    }
-    entries.sort_unstable_by(|a, b| a.name.cmp(&b.name));
-    Ok((handle, entries))
+        let start = listing.names.len();
+        listing.names.extend_from_slice(bytes);
+        let utf8 = std::str::from_utf8(bytes).is_ok();
+        let name = (start, listing.names.len());
+        listing.entries.push(Listed { name, utf8, kind, size: None, modified: None });
+    })
+    .map_err(failed)?;
+    let mut entries = std::mem::take(&mut listing.entries);
+    entries.sort_unstable_by(|a, b| listing.by_name(a, b));
+    listing.entries = entries;
+    Ok((handle, listing))
 }
 
 /// Fills in sizes and times with `fstatat` on the directory's handle, not following links. An
 /// entry gone meanwhile keeps neither.
-fn stat_entries(dir: BorrowedFd<'_>, entries: &mut [Listed]) {
+fn stat_entries(dir: BorrowedFd<'_>, listing: &mut Listing) {
+    let Listing { names, entries } = listing;
     for entry in entries {
-        let Ok(stat) = confined::stat_at(dir, &entry.raw_name) else {
+        let name = std::ffi::OsStr::from_bytes(&names[entry.name.0..entry.name.1]);
+        let Ok(stat) = confined::stat_at(dir, name) else {
             continue;
         };
         entry.modified = Some(stat.st_mtime);
@@ -126,44 +163,54 @@ fn stat_entries(dir: BorrowedFd<'_>, entries: &mut [Listed]) {
 
 pub fn list_directory(ctx: &Ctx, args: ListArgs) -> Result<Output, ToolError> {
     let resolved = ctx.policy.resolve_read(&args.path)?;
-    let (handle, mut entries) = sorted_entries(&resolved)?;
+    let (handle, mut listing) = sorted_entries(&resolved)?;
     let path = resolved.shown.display().to_string();
-    if entries.is_empty() {
-        let structured = json!({"path": path, "entries": []});
+    if listing.entries.is_empty() {
+        let mut data = b"{\"entries\":[],\"path\":".to_vec();
+        push_json_string(&mut data, &path);
+        data.push(b'}');
         return Ok(Output {
-            structured: Some(Structured::Value(structured)),
+            structured: Some(Structured::Json(String::from_utf8_lossy(&data).into_owned())),
             ..Output::text("(empty directory)")
         });
     }
     let show_sizes = args.with_sizes || args.sort_by == SortBy::Size;
     let show_times = args.sort_by == SortBy::Modified;
     if show_sizes || show_times {
-        stat_entries(handle.as_fd(), &mut entries);
+        stat_entries(handle.as_fd(), &mut listing);
     }
     // Stable sorts, so equal keys stay in name order; an entry without the key (a directory
     // has no size) sorts after all that have one.
     match args.sort_by {
         SortBy::Name => {}
-        SortBy::Size => entries.sort_by_key(|e| std::cmp::Reverse(e.size)),
-        SortBy::Modified => entries.sort_by_key(|e| std::cmp::Reverse(e.modified)),
+        SortBy::Size => listing.entries.sort_by_key(|e| std::cmp::Reverse(e.size)),
+        SortBy::Modified => listing.entries.sort_by_key(|e| std::cmp::Reverse(e.modified)),
     }
     // Each entry is in the reply twice, a line of the text and an object of the structured
     // content: as many as fit the reply's bound are shown.
     let mut budget = Budget::default();
-    let fit = entries
+    let fit = listing
+        .entries
         .iter()
-        .take_while(|entry| budget.take(2 * escaped_text_len(entry.name.as_bytes()) + 96))
+        .take_while(|entry| budget.take(2 * escaped_text_len(listing.name(entry).as_bytes()) + 96))
         .count();
-    let mut text = String::new();
-    let mut data = Vec::with_capacity(fit);
-    for entry in &entries[..fit] {
+    let shown = &listing.entries[..fit];
+    // Written once, at their final sizes: the names, and per entry its tag and its JSON
+    // object's keys and type (64 bytes), plus the details and escapes.
+    let names: usize = shown.iter().map(|e| e.name.1 - e.name.0).sum();
+    let details = if show_sizes || show_times { 64 * fit } else { 0 };
+    let mut text = String::with_capacity(names + 9 * fit + details + 256);
+    let mut data: Vec<u8> = Vec::with_capacity(names + 48 * fit + 2 * details + path.len() + 64);
+    data.extend_from_slice(b"{\"entries\":[");
+    for (i, entry) in shown.iter().enumerate() {
+        let name = listing.name(entry);
         let (tag, kind) = match entry.kind {
             Kind::File | Kind::Other => ("[FILE] ", "file"),
             Kind::Dir => ("[DIR]  ", "directory"),
             Kind::Symlink => ("[LINK] ", "symlink"),
         };
         text.push_str(tag);
-        text.push_str(&entry.name);
+        text.push_str(&name);
         let size = entry.size.filter(|_| show_sizes).map(format_size);
         let time = entry.modified.filter(|_| show_times).map(iso8601_utc);
         match (size, time) {
@@ -172,29 +219,43 @@ pub fn list_directory(ctx: &Ctx, args: ListArgs) -> Result<Output, ToolError> {
             (None, None) => {}
         }
         text.push('\n');
-        let mut item = json!({"name": entry.name, "type": kind});
-        if let Some(size) = entry.size {
-            item["size"] = json!(size);
+        // Keys in serde_json's order (sorted), as the listing's `Value`s were written.
+        if i > 0 {
+            data.push(b',');
         }
+        data.push(b'{');
         if let Some(modified) = entry.modified {
-            item["modified"] = json!(iso8601_utc(modified));
+            data.extend_from_slice(b"\"modified\":");
+            push_json_string(&mut data, &iso8601_utc(modified));
+            data.push(b',');
         }
-        data.push(item);
+        data.extend_from_slice(b"\"name\":");
+        push_json_string(&mut data, &name);
+        if let Some(size) = entry.size {
+            data.extend_from_slice(format!(",\"size\":{size}").as_bytes());
+        }
+        data.extend_from_slice(b",\"type\":\"");
+        data.extend_from_slice(kind.as_bytes());
+        data.extend_from_slice(b"\"}");
     }
-    if fit < entries.len() {
+    data.extend_from_slice(b"],\"path\":");
+    push_json_string(&mut data, &path);
+    data.push(b'}');
+    if fit < listing.entries.len() {
         text.push_str(&format!(
             "[{} more entries not shown: the reply reached its {REPLY_NAME} bound; find what \
              you need with glob_search or search_files]\n",
-            entries.len() - fit
+            listing.entries.len() - fit
         ));
     }
     if show_sizes {
-        text.push_str(&totals(&entries));
+        text.push_str(&totals(&listing.entries));
     } else {
         text.pop();
     }
-    let structured = json!({"path": path, "entries": data});
-    Ok(Output { structured: Some(Structured::Value(structured)), ..Output::text(text) })
+    // Only UTF-8 went in: names lossily converted, escaped by `push_json_string`.
+    let data = String::from_utf8(data).unwrap_or_default();
+    Ok(Output { structured: Some(Structured::Json(data)), ..Output::text(text) })
 }
 
 /// The summary under a listing with sizes, after the official server's
@@ -244,8 +305,10 @@ pub const MAX_TREE_LEVELS: usize = 50;
 /// `"children": [], "truncated": true`; `children: []` alone means it is empty. With `format: "text"`, the text is an
 /// indented tree instead, and the structured content is the same JSON.
 ///
-/// At most `MAX_TREE_LEVELS` levels are rendered, and only as many entries as fit the reply's
-/// bound (`reply_size`), the shallowest first, as `maxEntries` keeps them.
+/// At most `MAX_TREE_LEVELS` levels are rendered, and only as many entries as `maxEntries`
+/// asks for and fit the reply's bound (`reply_size`), the shallowest first: the walk is
+/// breadth-first (`walk::levels`) and stops at the first entry that is not shown, so a capped
+/// tree costs what it shows, whatever the size of the tree below.
 pub fn directory_tree(ctx: &Ctx, args: TreeArgs) -> Result<Output, ToolError> {
     let resolved = ctx.policy.resolve_read(&args.path)?;
     let exclude = Exclude::new(&args.exclude_globs)?;
@@ -265,51 +328,65 @@ pub fn directory_tree(ctx: &Ctx, args: TreeArgs) -> Result<Output, ToolError> {
         cancel: Some(ctx.cancel),
         tally: Some(&tally),
     };
-    let (entries, summary) = walk::entries(&resolved, &options)
+    let text_format = args.format == TreeFormat::Text;
+    let mut keep = Keep::new(args.max_entries, text_format, escaped_text_len(name.as_bytes()));
+    let levels = levels::breadth_first(&resolved, &options, keep.most(), |offer| keep.take(offer))
         .map_err(|e| ToolError::io("read directory", &resolved.shown, e))?;
     if ctx.cancel.is_cancelled() {
         return Err(ToolError::Cancelled);
     }
-    let text_format = args.format == TreeFormat::Text;
-    let fitting = entries_that_fit(&entries, text_format, escaped_text_len(name.as_bytes()));
-    let max = match (args.max_entries, fitting) {
-        (Some(asked), Some(fit)) => Some(asked.min(fit)),
-        (asked, fit) => asked.or(fit),
-    };
-    let cut = max.and_then(|max| Cut::new(&entries, max));
-    let mut tree = TreeWriter::new(text_format, depth, cut.as_ref());
-    tree.root(&name);
-    for (i, entry) in entries.iter().enumerate() {
-        tree.entry(i, entry);
+    let marks = Marks::new(&levels);
+    let mut tree = TreeWriter::new(text_format, depth, &levels);
+    tree.root(&name, marks.root());
+    // Depth-first over the breadth-first levels: each directory's children in name order.
+    let mut stack: Vec<std::ops::Range<usize>> = vec![levels.children(None)];
+    while let Some(siblings) = stack.last_mut() {
+        let Some(i) = siblings.next() else {
+            stack.pop();
+            continue;
+        };
+        let node = &levels.nodes[i];
+        tree.entry(
+            &String::from_utf8_lossy(levels.name(node)),
+            node.kind,
+            node.depth(),
+            marks.of(i),
+        );
+        if node.kind == EntryKind::Dir {
+            stack.push(levels.children(Some(i)));
+        }
     }
-    let (json, text) = tree.finish();
-    let mut output = tree_output(json, text);
     let mut notes = Vec::new();
-    if let Some(cut) = &cut {
+    if let Some(cut) = keep.cut {
         let marks = match args.format {
             TreeFormat::Json => "directories with \"truncated\": true have entries not shown",
             TreeFormat::Text => "a directory marked ... has entries not shown",
         };
-        let (n, all) = (cut.n_shown, entries.len());
-        notes.push(if fitting.is_some_and(|fit| fit == n) {
-            format!(
-                "[truncated: {n} of {all} entries shown (all that fit the reply's {REPLY_NAME} \
-                 bound), the shallowest first; {marks}; call directory_tree on a subdirectory \
-                 for more]"
-            )
-        } else {
-            format!("[truncated: {n} of {all} entries shown (maxEntries), the shallowest first; {marks}]")
+        let n = levels.nodes.len();
+        notes.push(match cut {
+            Bound::Reply => format!(
+                "[truncated: {n} entries shown (all that fit the reply's {REPLY_NAME} bound), \
+                 the shallowest first; {marks}; call directory_tree on a subdirectory for more]"
+            ),
+            Bound::MaxEntries => format!(
+                "[truncated: {n} entries shown (maxEntries), the shallowest first; {marks}]"
+            ),
         });
     }
-    let at_the_limit = |e: &Entry| e.depth == MAX_TREE_LEVELS && e.kind == EntryKind::Dir;
-    if levels_cut && entries.iter().any(at_the_limit) {
+    let at_the_limit =
+        |node: &levels::Node| node.depth() == MAX_TREE_LEVELS && node.kind == EntryKind::Dir;
+    if levels_cut && levels.nodes.iter().any(at_the_limit) {
         notes.push(format!(
             "[directories {MAX_TREE_LEVELS} levels down are shown without their entries: \
              directory_tree renders at most {MAX_TREE_LEVELS} levels; call it on such a \
              directory to go deeper]"
         ));
     }
-    notes.extend(summary.note());
+    notes.extend(levels.summary.note());
+    // The walk's entries go before the reply is made: it holds the tree twice already.
+    drop((levels, marks));
+    let (json, text) = tree.finish();
+    let mut output = tree_output(json, text);
     if !notes.is_empty() {
         let note = notes.join("\n");
         match args.format {
@@ -326,91 +403,114 @@ pub fn directory_tree(ctx: &Ctx, args: TreeArgs) -> Result<Output, ToolError> {
     Ok(output)
 }
 
-/// How many entries, the shallowest first (the order `Cut` keeps them in), fit the reply's
-/// bound; `None` when all do. Each entry is counted as it will be written, escaped: in the
-/// JSON, which the reply holds twice (the text of the json format is that JSON as a string,
-/// where every quote takes two bytes, and the structured content is the JSON itself), or in
-/// the text tree (indented, names escaped) and the JSON once.
-fn entries_that_fit(entries: &[Entry], text_format: bool, root_name: usize) -> Option<usize> {
-    let cost = |entry: &Entry| {
-        let name = entry.rel().file_name().map_or(0, |n| escaped_text_len(n.as_encoded_bytes()));
+/// Which entries directory_tree shows: breadth-first, as many as `maxEntries` asks for and
+/// fit the reply's bound, and which of the two stopped it. Each entry is counted as it will be
+/// written, escaped: in the JSON, which the reply holds twice (the text of the json format is
+/// that JSON as a string, where every quote takes two bytes, and the structured content is the
+/// JSON itself), or in the text tree (indented, names escaped) and the JSON once.
+struct Keep {
+    max_entries: Option<usize>,
+    text_format: bool,
+    taken: usize,
+    budget: Budget,
+    /// Nothing fits, not even the root.
+    no_room: bool,
+    /// Set at the first entry not shown.
+    cut: Option<Bound>,
+}
+
+/// What cut the tree short.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Bound {
+    MaxEntries,
+    Reply,
+}
+
+impl Keep {
+    fn new(max_entries: Option<usize>, text_format: bool, root_name: usize) -> Keep {
+        let mut budget = Budget::default();
+        let no_room = !budget.take(3 * root_name + 256);
+        Keep { max_entries, text_format, taken: 0, budget, no_room, cut: None }
+    }
+
+    fn cost(&self, offer: &levels::Offer<'_>) -> usize {
+        let name = escaped_text_len(offer.name);
         // `{"name":"…","type":"directory","children":[…]},`, quotes doubled in the text.
         let json = name + 48;
-        if text_format {
-            json + 2 * name + 2 * entry.depth + 4
+        if self.text_format {
+            json + 2 * name + 2 * offer.depth + 4
         } else {
             json + 2 * name + 96
         }
-    };
-    let total: usize = entries.iter().map(cost).sum();
-    let mut budget = Budget::default();
-    if !budget.take(3 * root_name + 256) {
-        return Some(0);
     }
-    if total <= budget.left() {
-        return None;
+
+    /// The most entries that could be shown: every entry costs at least 48 bytes.
+    fn most(&self) -> usize {
+        let fit = if self.no_room { 0 } else { self.budget.left() / 48 };
+        self.max_entries.map_or(fit, |max| max.min(fit))
     }
-    let mut order: Vec<usize> = (0..entries.len()).collect();
-    order.sort_by_key(|&i| entries[i].depth);
-    Some(order.iter().take_while(|&&i| budget.take(cost(&entries[i]))).count())
+
+    fn take(&mut self, offer: &levels::Offer<'_>) -> bool {
+        let cost = self.cost(offer);
+        let fits = !self.no_room && cost <= self.budget.left();
+        if self.max_entries.is_some_and(|max| self.taken == max) {
+            // maxEntries is reached; the reply's bound is named when this entry would not
+            // have fit either.
+            self.cut = Some(if fits { Bound::MaxEntries } else { Bound::Reply });
+            return false;
+        }
+        if !fits {
+            self.cut = Some(Bound::Reply);
+            return false;
+        }
+        self.budget.take(cost);
+        self.taken += 1;
+        true
+    }
 }
 
-/// What `maxEntries` leaves of a walk that found more. Entries are kept breadth-first (all of
-/// depth 1, then of depth 2, …, each level in path order), so every shown entry's parent is
-/// shown and the levels above the cut are whole. Indexed like the entries, plus the root last.
-struct Cut {
-    shown: Vec<bool>,
-    /// Some child is shown.
-    has_shown_child: Vec<bool>,
-    /// Some child is not.
-    partial: Vec<bool>,
-    /// Something at or below is not shown.
+/// How each shown directory is marked: whether some of its entries are not shown (`partial`),
+/// none of them are (`none_shown`), or something at or below it is not (`incomplete`).
+struct Marks {
+    /// Per node, then the root last.
     incomplete: Vec<bool>,
-    n_shown: usize,
+    partial: Vec<bool>,
+    none_shown: Vec<bool>,
 }
 
-impl Cut {
-    /// `None` when everything fits.
-    fn new(entries: &[Entry], max: usize) -> Option<Cut> {
-        let n = entries.len();
-        if n <= max {
-            return None;
-        }
-        // Each entry's parent: the last directory before it one level up (the root is `n`).
-        // The entries are depth-first, and every entry's parent was walked.
-        let mut parent = vec![n; n];
-        let mut open: Vec<usize> = Vec::new();
-        for (i, entry) in entries.iter().enumerate() {
-            open.truncate(entry.depth - 1);
-            parent[i] = open.last().copied().unwrap_or(n);
-            if entry.kind == EntryKind::Dir {
-                open.push(i);
-            }
-        }
-        let mut order: Vec<usize> = (0..n).collect();
-        // Stable: within a level, path order.
-        order.sort_by_key(|&i| entries[i].depth);
-        let mut shown = vec![false; n];
-        for &i in &order[..max] {
-            shown[i] = true;
-        }
-        let mut has_shown_child = vec![false; n + 1];
-        let mut partial = vec![false; n + 1];
-        for i in 0..n {
-            if shown[i] {
-                has_shown_child[parent[i]] = true;
-            } else {
-                partial[parent[i]] = true;
-            }
-        }
-        // Children come after their parents: one backward pass carries the flag up.
+#[derive(Clone, Copy, Default)]
+struct Mark {
+    partial: bool,
+    none_shown: bool,
+    incomplete: bool,
+}
+
+impl Marks {
+    fn new(levels: &levels::Levels) -> Marks {
+        let n = levels.nodes.len();
+        let children = |i: usize| if i == n { levels.root } else { levels.nodes[i].children };
+        let partial: Vec<bool> = (0..=n).map(|i| children(i).more).collect();
+        let none_shown: Vec<bool> = (0..=n).map(|i| children(i).taken() == 0).collect();
+        // Children come after their parents: one backward pass carries the mark up.
         let mut incomplete = partial.clone();
         for i in (0..n).rev() {
             if incomplete[i] {
-                incomplete[parent[i]] = true;
+                incomplete[levels.nodes[i].parent().unwrap_or(n)] = true;
             }
         }
-        Some(Cut { shown, has_shown_child, partial, incomplete, n_shown: max })
+        Marks { incomplete, partial, none_shown }
+    }
+
+    fn of(&self, i: usize) -> Mark {
+        Mark {
+            partial: self.partial[i],
+            none_shown: self.none_shown[i] && self.partial[i],
+            incomplete: self.incomplete[i],
+        }
+    }
+
+    fn root(&self) -> Mark {
+        self.of(self.partial.len() - 1)
     }
 }
 
@@ -419,60 +519,60 @@ impl Cut {
 /// such as replay v2.1's own tests expect it), and `truncated` tells this one from an empty one.
 const CUT_OFF: &[u8] = b",\"children\":[],\"truncated\":true}";
 
-/// Writes the tree in one pass over the depth-first entries: always the JSON (the text of the
-/// json format, and the structured content of both), and the indented text when asked for.
-struct TreeWriter<'a> {
+/// Writes the tree in one pass over the entries, depth-first: always the JSON (the text of
+/// the json format, and the structured content of both), and the indented text when asked for.
+struct TreeWriter {
     json: Vec<u8>,
     text: Option<String>,
     depth: Option<usize>,
-    cut: Option<&'a Cut>,
     /// Per directory whose children array is open (the root first): whether a child has been
     /// written yet, and whether the directory gets `"truncated": true` when it closes.
     open: Vec<(bool, bool)>,
 }
 
-impl<'a> TreeWriter<'a> {
-    fn new(text: bool, depth: Option<usize>, cut: Option<&'a Cut>) -> TreeWriter<'a> {
-        TreeWriter {
-            json: Vec::with_capacity(4096),
-            text: text.then(String::new),
+impl TreeWriter {
+    /// A writer sized for the entries `levels` took, so that its buffers are not copied as
+    /// they grow. The JSON is written inside `{"tree":…}`, the structured content, from the
+    /// start.
+    fn new(text: bool, depth: Option<usize>, levels: &levels::Levels) -> TreeWriter {
+        let n = levels.nodes.len();
+        let names = levels.names_len();
+        // `{"name":…,"type":"directory","children":[…]},` at most, plus a 32nd for escapes.
+        let json = 4096 + names + 44 * n;
+        let indent: usize = levels.nodes.iter().map(|node| 2 * node.depth()).sum();
+        let text_len = 4096 + names + indent + 6 * n;
+        let mut writer = TreeWriter {
+            json: Vec::with_capacity(json + json / 32),
+            text: text.then(|| String::with_capacity(text_len + text_len / 32)),
             depth,
-            cut,
             open: Vec::new(),
-        }
+        };
+        writer.json.extend_from_slice(TREE_OPEN);
+        writer
     }
 
-    fn root(&mut self, name: &str) {
+    fn root(&mut self, name: &str, mark: Mark) {
         self.json.extend_from_slice(b"{\"name\":");
-        write_json_string(&mut self.json, name);
+        push_json_string(&mut self.json, name);
         self.json.extend_from_slice(b",\"type\":\"directory\"");
-        let root = self.cut.map(|cut| cut.shown.len());
         let unlisted = self.depth == Some(0);
-        let none_shown = match (self.cut, root) {
-            (Some(cut), Some(r)) => !cut.has_shown_child[r],
-            _ => false,
-        };
         if let Some(text) = &mut self.text {
             push_text_name(text, name);
             text.push('/');
-            if unlisted || self.cut.is_some_and(|cut| root.is_some_and(|r| cut.partial[r])) {
+            if unlisted || mark.partial {
                 text.push_str(" ...");
             }
         }
-        if unlisted || none_shown {
+        if unlisted || mark.none_shown {
             self.json.extend_from_slice(CUT_OFF);
         } else {
             self.json.extend_from_slice(b",\"children\":[");
-            let incomplete = matches!((self.cut, root), (Some(cut), Some(r)) if cut.incomplete[r]);
-            self.open.push((false, incomplete));
+            self.open.push((false, mark.incomplete));
         }
     }
 
-    fn entry(&mut self, i: usize, entry: &Entry) {
-        if self.cut.is_some_and(|cut| !cut.shown[i]) {
-            return;
-        }
-        while self.open.len() > entry.depth {
+    fn entry(&mut self, name: &str, kind: EntryKind, depth: usize, mark: Mark) {
+        while self.open.len() > depth {
             self.close();
         }
         if let Some((has_child, _)) = self.open.last_mut() {
@@ -481,35 +581,30 @@ impl<'a> TreeWriter<'a> {
             }
             *has_child = true;
         }
-        let name = entry.rel().file_name().map(|n| n.to_string_lossy()).unwrap_or_default();
         self.json.extend_from_slice(b"{\"name\":");
-        write_json_string(&mut self.json, &name);
-        let at_limit = self.depth == Some(entry.depth);
-        let (partial, none_shown, incomplete) = match self.cut {
-            Some(cut) => (cut.partial[i], !cut.has_shown_child[i], cut.incomplete[i]),
-            None => (false, false, false),
-        };
+        push_json_string(&mut self.json, name);
+        let at_limit = self.depth == Some(depth);
         let json = &mut self.json;
-        match entry.kind {
-            EntryKind::Dir if at_limit || (partial && none_shown) => {
+        match kind {
+            EntryKind::Dir if at_limit || mark.none_shown => {
                 json.extend_from_slice(b",\"type\":\"directory\"");
                 json.extend_from_slice(CUT_OFF);
             }
             EntryKind::Dir => {
                 json.extend_from_slice(b",\"type\":\"directory\",\"children\":[");
-                self.open.push((false, incomplete));
+                self.open.push((false, mark.incomplete));
             }
             EntryKind::File => json.extend_from_slice(b",\"type\":\"file\"}"),
             EntryKind::Symlink => json.extend_from_slice(b",\"type\":\"symlink\"}"),
         }
         if let Some(text) = &mut self.text {
             text.push('\n');
-            for _ in 0..entry.depth {
+            for _ in 0..depth {
                 text.push_str("  ");
             }
-            push_text_name(text, &name);
-            match entry.kind {
-                EntryKind::Dir if at_limit || partial => text.push_str("/ ..."),
+            push_text_name(text, name);
+            match kind {
+                EntryKind::Dir if at_limit || mark.partial => text.push_str("/ ..."),
                 EntryKind::Dir => text.push('/'),
                 EntryKind::Symlink => text.push('@'),
                 EntryKind::File => {}
@@ -527,10 +622,12 @@ impl<'a> TreeWriter<'a> {
         }
     }
 
+    /// `{"tree":…}` and the text tree, if asked for.
     fn finish(mut self) -> (Vec<u8>, Option<String>) {
         while !self.open.is_empty() {
             self.close();
         }
+        self.json.push(b'}');
         (self.json, self.text)
     }
 }
@@ -551,23 +648,18 @@ fn push_text_name(text: &mut String, name: &str) {
     }
 }
 
+/// What the structured content's JSON starts with; the tree's own JSON follows, then `}`.
+const TREE_OPEN: &[u8] = b"{\"tree\":";
+
 /// The tree's JSON (or, for the text format, the indented tree) as the text, and
 /// `{"tree": <the JSON>}` as the structured content, spliced into the reply unparsed: parsing
 /// a 45,000-node tree back into values and writing it again doubled the call's time.
-fn tree_output(json: Vec<u8>, text: Option<String>) -> Output {
+fn tree_output(structured: Vec<u8>, text: Option<String>) -> Output {
     // Names are lossily converted and JSON-escaped: the bytes are UTF-8.
-    let json = String::from_utf8(json)
+    let structured = String::from_utf8(structured)
         .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
-    let structured_json = format!("{{\"tree\":{json}}}");
-    Output {
-        structured: Some(Structured::Json(structured_json)),
-        ..Output::text(text.unwrap_or(json))
-    }
-}
-
-fn write_json_string(out: &mut Vec<u8>, s: &str) {
-    // serde_json's escaping, without building a Value per node.
-    let _ = serde_json::to_writer(&mut *out, s);
+    let text = text.unwrap_or_else(|| structured[TREE_OPEN.len()..structured.len() - 1].to_owned());
+    Output { structured: Some(Structured::Json(structured)), ..Output::text(text) }
 }
 
 #[cfg(test)]

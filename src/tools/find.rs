@@ -4,7 +4,9 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use crate::error::ToolError;
-use crate::reply_size::{escaped_text_len, Budget, REPLY_NAME};
+use std::path::Path;
+
+use crate::reply_size::{escaped_text_len, Budget, REPLY_BYTES, REPLY_NAME};
 use crate::tools::{resolve_dir, Ctx, Output, Structured};
 use crate::walk::{self, EntryKind, Exclude, Tally, WalkOptions};
 
@@ -69,24 +71,30 @@ pub fn search_files(ctx: &Ctx, args: SearchFilesArgs) -> Result<Output, ToolErro
     };
     let needle = args.name_contains.to_lowercase();
     let ascii = needle.is_ascii();
-    let (entries, summary) =
-        walk::entries(&dir, &options).map_err(|e| ToolError::io("search", &dir.shown, e))?;
+    let accept = |entry: &walk::Entry| {
+        let Some(name) = entry.rel().file_name() else { return false };
+        let name = name.as_encoded_bytes();
+        // ASCII needles (nearly all) compare without allocating a lowercased copy per name.
+        if ascii {
+            contains_ascii_case_insensitive(name, needle.as_bytes())
+        } else {
+            String::from_utf8_lossy(name).to_lowercase().contains(&needle)
+        }
+    };
+    let weigh = |rel: &Path| hit_weight(&dir.shown, rel);
+    let limit = walk::Limit { count: usize::MAX, weight: REPLY_BYTES, weigh: &weigh };
+    let found = walk::filtered(&dir, &options, &limit, accept)
+        .map_err(|e| ToolError::io("search", &dir.shown, e))?;
     if ctx.cancel.is_cancelled() {
         return Err(ToolError::Cancelled);
     }
     let mut hits = Hits::default();
-    for entry in entries {
-        let Some(name) = entry.rel().file_name().map(|n| n.to_string_lossy()) else { continue };
-        // ASCII needles (nearly all) compare without allocating a lowercased copy per name.
-        let found = if ascii {
-            contains_ascii_case_insensitive(name.as_bytes(), needle.as_bytes())
-        } else {
-            name.to_lowercase().contains(&needle)
-        };
-        if found {
-            hits.push(dir.shown.join(entry.rel()).to_string_lossy().into_owned());
-        }
+    for entry in &found.entries {
+        hits.push(dir.shown.join(entry.rel()).to_string_lossy().into_owned());
     }
+    // The matches `filtered` did not keep would not have fit.
+    hits.left_out += total_usize(found.total) - found.entries.len();
+    let summary = found.summary;
     let mut text = hits.text();
     if hits.left_out > 0 {
         text.push_str(&format!(
@@ -148,6 +156,18 @@ fn walked(n: u64) -> String {
     format!("walked {n} entries")
 }
 
+/// What a path costs in the reply at least (`Hits::push` counts it exactly): the directory
+/// as shown and the path below it, each byte at least once, twice over. Lossy conversion,
+/// escaping and the slash between them only add bytes.
+fn hit_weight(shown: &Path, rel: &Path) -> usize {
+    let bytes = shown.as_os_str().len() + escaped_text_len(rel.as_os_str().as_encoded_bytes());
+    2 * (bytes + 4)
+}
+
+fn total_usize(total: u64) -> usize {
+    usize::try_from(total).unwrap_or(usize::MAX)
+}
+
 fn contains_ascii_case_insensitive(haystack: &[u8], needle: &[u8]) -> bool {
     needle.is_empty() || haystack.windows(needle.len()).any(|w| w.eq_ignore_ascii_case(needle))
 }
@@ -167,23 +187,25 @@ pub fn glob_search(ctx: &Ctx, args: GlobSearchArgs) -> Result<Output, ToolError>
         tally: Some(&tally),
         ..WalkOptions::default()
     };
-    let (entries, summary) =
-        walk::entries(&dir, &options).map_err(|e| ToolError::io("search", &dir.shown, e))?;
+    let accept = |entry: &walk::Entry| entry.kind == EntryKind::File && set.is_match(entry.rel());
+    let weigh = |rel: &Path| hit_weight(&dir.shown, rel);
+    let count = if args.max == 0 { usize::MAX } else { args.max };
+    let limit = walk::Limit { count, weight: REPLY_BYTES, weigh: &weigh };
+    let found = walk::filtered(&dir, &options, &limit, accept)
+        .map_err(|e| ToolError::io("search", &dir.shown, e))?;
     if ctx.cancel.is_cancelled() {
         return Err(ToolError::Cancelled);
     }
     let mut hits = Hits::default();
-    let mut truncated = false;
-    for entry in entries {
-        if entry.kind != EntryKind::File || !set.is_match(entry.rel()) {
-            continue;
-        }
-        if args.max != 0 && hits.len() == args.max {
-            truncated = true;
-            break;
-        }
+    for entry in found.entries.iter().take(count) {
         hits.push(dir.shown.join(entry.rel()).to_string_lossy().into_owned());
     }
+    // Past `max` the list is cut; before it, the files `filtered` did not keep would not have
+    // fit the reply.
+    let total = total_usize(found.total);
+    let mut truncated = total > count;
+    hits.left_out += total.min(count) - hits.len();
+    let summary = found.summary;
     let mut text = hits.text();
     if truncated {
         text.push_str(&format!(
