@@ -21,6 +21,7 @@ mod read;
 mod replies;
 mod revisions;
 mod roots;
+mod scale;
 mod search;
 mod selection;
 mod structured;

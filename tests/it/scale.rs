@@ -1,0 +1,215 @@
+//! Issue #16: searches, trees and listings that hold what they report, not the tree. The
+//! replies must stay what they were: each test here computes the expected answer from the
+//! filesystem itself (depth-first, siblings by name; breadth-first for a cut tree) and holds
+//! the server's reply to it, on trees with names that sort in tricky ways.
+
+use std::fs;
+use std::path::Path;
+
+use serde_json::{json, Value};
+
+use crate::harness::{path_str, Server, TestEnv};
+
+/// Names whose order trips a comparison that is not byte order with `/` first: `a-b` and
+/// `a.b` sort between `a` and `a/x` only if `/` sorts first, uppercase before lowercase,
+/// multi-byte UTF-8 after ASCII, a space and a tab early.
+const TRICKY: [&str; 11] = ["a", "a-b", "a.b", "a b", "a\tb", "B", "b", "Ä", "é", "z", "0"];
+
+/// A tree of directories named `TRICKY`, `width` files in each, some nested two and three
+/// deep, an empty directory and a symlink, under `root/t`.
+fn tricky_tree(width: usize) -> TestEnv {
+    let env = TestEnv::new(&["root/t/empty"], &[]);
+    for (i, dir) in TRICKY.iter().enumerate() {
+        for f in 0..width {
+            env.write(&format!("root/t/{dir}/{}f{f:03}.txt", TRICKY[f % TRICKY.len()]), "x");
+        }
+        if i % 3 == 0 {
+            env.write(&format!("root/t/{dir}/{dir}/deep/{dir}.txt"), "y");
+        }
+        env.write(&format!("root/t/{dir}.txt"), "z");
+    }
+    env.symlink("a", "root/t/link");
+    env
+}
+
+/// The sort key of depth-first order with siblings by name: bytes, `/` before any other.
+fn depth_first_key(path: &str) -> Vec<u16> {
+    path.bytes().map(|b| if b == b'/' { 0 } else { u16::from(b) + 1 }).collect()
+}
+
+/// Every entry below `dir` (not following links), as paths below it, and whether each is a
+/// regular file.
+fn walk(dir: &Path) -> Vec<(String, bool)> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(at) = stack.pop() {
+        for entry in fs::read_dir(&at).expect("read_dir") {
+            let entry = entry.expect("entry");
+            let kind = entry.file_type().expect("file type");
+            let rel = entry.path().strip_prefix(dir).expect("below").to_str().unwrap().to_owned();
+            if kind.is_dir() {
+                stack.push(entry.path());
+            }
+            out.push((rel, kind.is_file()));
+        }
+    }
+    out
+}
+
+fn listed(text: &str) -> Vec<&str> {
+    text.lines().filter(|line| line.starts_with('/')).collect()
+}
+
+#[test]
+fn r16_search_and_glob_keep_depth_first_order_on_tricky_names() {
+    let env = tricky_tree(25);
+    let mut server = Server::start(&env);
+    let root = env.p("root/t");
+    let mut entries = walk(&env.path("root/t"));
+    entries.sort_by_key(|(rel, _)| depth_first_key(rel));
+    let full = |rel: &str| format!("{root}/{rel}");
+    for needle in ["a", "B", "é", ".TXT", "f00", "deep"] {
+        let lower = needle.to_lowercase();
+        let expected: Vec<String> = entries
+            .iter()
+            .filter(|(rel, _)| {
+                let name = rel.rsplit('/').next().unwrap();
+                name.to_lowercase().contains(&lower)
+            })
+            .map(|(rel, _)| full(rel))
+            .collect();
+        let text =
+            server.call_text("search_files", json!({"directory": root, "nameContains": needle}));
+        assert_eq!(listed(&text), expected, "nameContains {needle:?}");
+        assert!(!expected.is_empty(), "{needle:?} matches nothing: not a test");
+    }
+    let files: Vec<String> =
+        entries.iter().filter(|(_, file)| *file).map(|(rel, _)| full(rel)).collect();
+    let text = server.call_text("glob_search", json!({"directory": root, "globs": ["**"], "max": 0}));
+    assert_eq!(listed(&text), files);
+    // A small max: each walker thread cuts its matches to the first few as it goes, and the
+    // first overall must survive that, whichever thread found them.
+    for max in [1, 7, 40, 200] {
+        let reply = server
+            .call_text("glob_search", json!({"directory": root, "globs": ["**/*.txt"], "max": max}));
+        assert_eq!(listed(&reply), files[..max], "max {max}");
+        assert!(reply.ends_with("or raise max (0 = unlimited)]"), "max {max}: {reply}");
+    }
+}
+
+/// directory_tree's answer for a cut, computed from the filesystem: the entries within
+/// `depth` levels breadth-first (each level in depth-first order), the first `max` of them
+/// shown, each directory marked as the server marks it.
+struct Expected {
+    /// (path below the root, its JSON type, its level), breadth-first.
+    order: Vec<(String, &'static str, usize)>,
+    depth: usize,
+}
+
+impl Expected {
+    fn new(dir: &Path, depth: usize) -> Expected {
+        let mut order: Vec<(String, &'static str, usize)> = walk(dir)
+            .into_iter()
+            .map(|(rel, _)| {
+                let meta = dir.join(&rel).symlink_metadata().expect("meta");
+                let kind = if meta.is_dir() {
+                    "directory"
+                } else if meta.file_type().is_symlink() {
+                    "symlink"
+                } else {
+                    "file"
+                };
+                let level = rel.matches('/').count() + 1;
+                (rel, kind, level)
+            })
+            .filter(|(_, _, level)| *level <= depth)
+            .collect();
+        order.sort_by(|a, b| {
+            a.2.cmp(&b.2).then_with(|| depth_first_key(&a.0).cmp(&depth_first_key(&b.0)))
+        });
+        Expected { order, depth }
+    }
+
+    /// The JSON tree with the first `max` entries shown.
+    fn tree(&self, name: &str, max: usize) -> Value {
+        self.node(name, "", 0, max.min(self.order.len()))
+    }
+
+    fn node(&self, name: &str, rel: &str, level: usize, max: usize) -> Value {
+        let below = |path: &str| rel.is_empty() || path.starts_with(&format!("{rel}/"));
+        let is_child = |(path, _, l): &&(String, &str, usize)| *l == level + 1 && parent(path) == rel;
+        let mut shown: Vec<&(String, &str, usize)> = self.order[..max].iter().filter(is_child).collect();
+        shown.sort_by_key(|(path, _, _)| depth_first_key(path));
+        let partial = self.order[max..].iter().any(|entry| is_child(&entry));
+        if level == self.depth || (partial && shown.is_empty()) {
+            return json!({"name": name, "type": "directory", "children": [], "truncated": true});
+        }
+        let children: Vec<Value> = shown
+            .iter()
+            .map(|(path, kind, _)| {
+                let leaf = path.rsplit('/').next().unwrap();
+                match *kind {
+                    "directory" => self.node(leaf, path, level + 1, max),
+                    kind => json!({"name": leaf, "type": kind}),
+                }
+            })
+            .collect();
+        let mut node = json!({"name": name, "type": "directory", "children": children});
+        if self.order[max..].iter().any(|(path, _, _)| below(path)) {
+            node["truncated"] = json!(true);
+        }
+        node
+    }
+}
+
+fn parent(path: &str) -> &str {
+    path.rsplit_once('/').map_or("", |(p, _)| p)
+}
+
+#[test]
+fn r16_directory_tree_cut_anywhere_shows_the_first_entries_breadth_first() {
+    let env = tricky_tree(6);
+    let mut server = Server::start(&env);
+    let root = env.path("root/t");
+    for depth in [1, 2, 3, 50] {
+        let expected = Expected::new(&root, depth);
+        let n = expected.order.len();
+        for max in [0, 1, 2, 11, 12, 13, 30, n / 2, n - 1, n, n + 1] {
+            let args = json!({"path": path_str(&root), "depth": depth, "maxEntries": max});
+            let reply = server.call("directory_tree", args.clone());
+            let texts = reply.texts();
+            let got: Value = serde_json::from_str(&texts[0]).expect("JSON");
+            assert_eq!(got, expected.tree("t", max), "{args}");
+            if max < n {
+                let note = format!("[truncated: {max} entries shown (maxEntries), the shallowest first");
+                assert!(texts[1].starts_with(&note), "{args}: {}", texts[1]);
+            } else {
+                assert_eq!(texts.len(), 1, "{args}: {texts:?}");
+            }
+        }
+    }
+}
+
+/// A directory a cut tree shows without reading it through is marked by what it holds as the
+/// walk sees it: one whose entries are all left out (excluded, or replay's temp files) is
+/// empty, and one whose only entry comes after hundreds left out is not.
+#[test]
+fn r16_a_cut_tree_tells_empty_directories_from_cut_ones_as_the_walk_sees_them() {
+    let env = TestEnv::new(&[], &[("root/t/a/a1.txt", "1"), ("root/t/e.txt", "e")]);
+    for i in 0..300 {
+        env.write(&format!("root/t/b/{i:03}-a-name-long-enough-to-fill-a-read.log"), "x");
+        env.write(&format!("root/t/d/{i:03}-a-name-long-enough-to-fill-a-read.log"), "x");
+    }
+    env.write("root/t/c/.replay-tmp.999999999.1", "x");
+    env.write("root/t/d/zz.txt", "kept");
+    let mut server = Server::start(&env);
+    let args = json!({"path": env.p("root/t"), "maxEntries": 5, "excludeGlobs": ["*.log"]});
+    let reply = server.call("directory_tree", args);
+    let got: Value = serde_json::from_str(&reply.texts()[0]).expect("JSON");
+    let cut = |name: &str| json!({"name": name, "type": "directory", "children": [], "truncated": true});
+    let empty = |name: &str| json!({"name": name, "type": "directory", "children": []});
+    let expected = json!({"name": "t", "type": "directory", "children": [
+        cut("a"), empty("b"), empty("c"), cut("d"), {"name": "e.txt", "type": "file"}
+    ], "truncated": true});
+    assert_eq!(got, expected);
+}
