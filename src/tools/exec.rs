@@ -6,6 +6,7 @@
 //! full pipe, and each keeps at most `STREAM_CAP` bytes, so memory stays bounded. When the
 //! shell exits, whatever it left running in its process group (`sleep 1000 &`) is killed too:
 //! those processes hold the pipes open, and a command's effects should end with the command.
+//! When the server ends first, however it ends, the group's guardian kills it (`lifeline`).
 
 use std::io::Read;
 use std::os::fd::{AsFd, AsRawFd};
@@ -22,6 +23,8 @@ use serde_json::json;
 use crate::error::ToolError;
 use crate::policy::{Access, ResolvedPath};
 use crate::tools::{resolve_dir, Content, Ctx, Output, Structured};
+
+mod lifeline;
 
 /// Bytes kept of each stream; the rest is read and counted, not kept.
 pub const STREAM_CAP: usize = 512 * 1024;
@@ -129,6 +132,7 @@ fn spawn(ctx: &Ctx, command: &str, cwd: &ResolvedPath) -> Result<Child, ToolErro
     }
     let failed = |e| ToolError::io("start /bin/sh", &cwd.shown, e);
     ctx.settings.confinement.apply_to(&mut cmd, &cwd.real, dir.as_fd()).map_err(failed)?;
+    lifeline::guard(&mut cmd).map_err(failed)?;
     cmd.spawn().map_err(failed)
 }
 

@@ -13,6 +13,8 @@ mod harness;
 mod isolation;
 mod oneshot;
 mod organise;
+#[cfg(target_os = "linux")]
+mod orphans;
 mod paging;
 mod policy;
 mod protocol;
