@@ -10,6 +10,7 @@ mod exec;
 mod fs_ops;
 mod hardening;
 mod harness;
+#[cfg(target_os = "linux")]
 mod isolation;
 mod oneshot;
 mod organise;
