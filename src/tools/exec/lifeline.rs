@@ -40,14 +40,26 @@ struct Lifeline {
 fn lifeline() -> Option<&'static Lifeline> {
     static LIFELINE: OnceLock<Option<Lifeline>> = OnceLock::new();
     LIFELINE
-        .get_or_init(|| match platform::pipe_cloexec() {
-            Ok((read, write)) => Some(Lifeline { read, write }),
-            Err(e) => {
-                tracing::warn!("cannot make the commands' lifeline: {e}");
-                None
-            }
+        .get_or_init(|| {
+            let made = platform::pipe_cloexec()
+                .map_err(io::Error::from)
+                .and_then(|(r, w)| Ok(Lifeline { read: above_stdio(r)?, write: above_stdio(w)? }));
+            made.inspect_err(|e| tracing::warn!("cannot make the commands' lifeline: {e}")).ok()
         })
         .as_ref()
+}
+
+/// `fd` moved to a number above 2: a server started with stdin closed gets a pipe end as
+/// descriptor 0, which a command's `/dev/null` stdin would replace before the guardian reads.
+fn above_stdio(fd: OwnedFd) -> io::Result<OwnedFd> {
+    use nix::fcntl::{fcntl, FcntlArg};
+    use std::os::fd::FromRawFd;
+    if fd.as_raw_fd() > 2 {
+        return Ok(fd);
+    }
+    let moved = fcntl(&fd, FcntlArg::F_DUPFD_CLOEXEC(3))?;
+    // SAFETY: F_DUPFD_CLOEXEC returned a new descriptor that nothing else owns.
+    Ok(unsafe { OwnedFd::from_raw_fd(moved) })
 }
 
 /// Has `cmd`'s process fork its guardian just before it runs the program. Added after every
