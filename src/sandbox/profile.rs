@@ -138,7 +138,7 @@ const PREAMBLE: &str = r#"(version 1)
 (allow mach-host*)
 (allow user-preference-read)
 (allow ipc-posix-sem)
-(allow ipc-posix-shm*)
+(allow ipc-posix-shm)
 (allow pseudo-tty)
 
 ; System services.
