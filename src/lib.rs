@@ -14,6 +14,7 @@ mod fs;
 pub mod interrupt;
 pub mod js_regex;
 pub mod oneshot;
+mod platform;
 pub mod policy;
 pub mod protocol;
 mod reply_size;
