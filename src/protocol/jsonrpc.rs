@@ -37,7 +37,7 @@ impl RpcError {
 }
 
 /// A request id as the client wrote it: a JSON string, number or null, kept as its text.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Id(Box<RawValue>);
 
 impl Id {
@@ -126,8 +126,9 @@ pub fn parse(line: &[u8]) -> Result<Incoming<'_>, (Id, RpcError)> {
     let text = std::str::from_utf8(line).map_err(|e| {
         (Id::null(), RpcError::new(PARSE_ERROR, format!("parse error: not UTF-8 ({e})")))
     })?;
-    if line.len() >= READ_COST_CHECKED_FROM {
-        let ReadCost { bytes: cost, depth } = read_cost(line);
+    // A batch is always estimated: its message count is bounded whatever its length.
+    if line.len() >= READ_COST_CHECKED_FROM || text.trim_start().starts_with('[') {
+        let ReadCost { bytes: cost, depth, elements } = read_cost(line);
         let bound = line.len().saturating_mul(READ_COST_PER_BYTE) + READ_COST_SLACK;
         // Refused here, not left to serde_json: it would stop only where it meets the deep
         // part, maybe after reading everything before it.
@@ -137,6 +138,13 @@ pub fn parse(line: &[u8]) -> Result<Incoming<'_>, (Id, RpcError)> {
                  levels a message may (recursion limit)"
             );
             return Err((Id::null(), RpcError::new(PARSE_ERROR, message)));
+        }
+        if elements > MAX_BATCH {
+            let message = format!(
+                "invalid request: a batch of {elements} messages; a batch holds at most \
+                 {MAX_BATCH}: send the rest in other lines"
+            );
+            return Err((Id::null(), RpcError::new(INVALID_REQUEST, message)));
         }
         if cost > bound {
             let message = format!(
@@ -192,7 +200,9 @@ pub fn read_cost(text: &[u8]) -> ReadCost {
     const ARRAY: usize = 32;
     const SLOT: usize = 64;
     let (mut cost, mut in_string, mut escaped) = (0usize, false, false);
-    let (mut depth, mut deepest) = (0usize, 0usize);
+    let (mut depth, mut deepest, mut elements) = (0usize, 0usize, 0usize);
+    // A batch: the line is an array; its elements are counted by the commas at its level.
+    let batch = text.iter().find(|b| !b.is_ascii_whitespace()) == Some(&b'[');
     for &b in text {
         if in_string {
             match (escaped, b) {
@@ -221,19 +231,39 @@ pub fn read_cost(text: &[u8]) -> ReadCost {
                 depth = depth.saturating_sub(1);
                 0
             }
+            b',' if batch && depth == 1 => {
+                elements += 1;
+                SLOT + BATCH_ELEMENT
+            }
             b',' | b':' => SLOT,
             _ => 0,
         };
     }
-    ReadCost { bytes: cost, depth: deepest }
+    if batch && deepest > 0 {
+        // The first element has no comma before it (and `[]` has none at all: counted as one).
+        elements += 1;
+        cost += BATCH_ELEMENT;
+    }
+    ReadCost { bytes: cost, depth: deepest, elements }
 }
 
-/// What `read_cost` found: the estimated bytes, and how deep the text nests.
+/// What `read_cost` found: the estimated bytes, how deep the text nests, and, for a batch, how
+/// many messages it holds.
 #[derive(Debug, PartialEq, Eq)]
 pub struct ReadCost {
     pub bytes: usize,
     pub depth: usize,
+    pub elements: usize,
 }
+
+/// What a batch's message costs beyond its values: its envelope, its text, the task that
+/// serves it and its reply.
+const BATCH_ELEMENT: usize = 2048;
+
+/// The most messages one batch may hold. Each gets a task and a reply of its own: 20,000
+/// `tools/list` requests in a 1 MB line asked for a 298 MiB reply. (MCP's revisions since
+/// 2025-06-18 have no batches at all; older clients send a few.)
+pub const MAX_BATCH: usize = 1000;
 
 /// How deep serde_json reads before it refuses a line.
 const MAX_NESTING: usize = 128;

@@ -148,7 +148,11 @@ fn read_costs() {
     check_cost("0", 0);
     check_cost(r#""abc""#, 3);
     check_cost(r#""a\"b""#, 2);
-    check_cost("[0,0,0]", 32 + 64 + 2 * 64);
+    // A line that is an array is a batch: each of its messages costs `BATCH_ELEMENT` more.
+    check_cost("[0,0,0]", 32 + 64 + 2 * 64 + 3 * BATCH_ELEMENT);
+    check_cost(r#"{"x":[0,0,0]}"#, 640 + 64 + 1 + 64 + 32 + 64 + 2 * 64);
+    assert_eq!(read_cost(br#" [{"a":[1,2]},{},3]"#).elements, 3);
+    assert_eq!(read_cost(br#"{"a":[1,2]}"#).elements, 0);
     check_cost(r#"{"a":0}"#, 640 + 64 + 1 + 64);
     // Brackets, commas and colons inside strings are text, not structure.
     check_cost(r#""{[,:]}""#, 6);
