@@ -46,7 +46,7 @@ impl Interrupt {
 pub fn watch(cancel: Arc<Cancel>) -> Interrupt {
     let interrupt = Interrupt::default();
     // CLOEXEC: a command the call runs must not inherit either end.
-    let Ok((read_end, write_end)) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC) else {
+    let Ok((read_end, write_end)) = crate::platform::pipe_cloexec() else {
         return interrupt;
     };
     let seen = Arc::clone(&interrupt.0);

@@ -16,6 +16,7 @@ pub mod interrupt;
 pub mod js_regex;
 pub mod memory;
 pub mod oneshot;
+mod platform;
 pub mod policy;
 pub mod protocol;
 mod reply_size;

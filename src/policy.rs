@@ -24,6 +24,7 @@ use std::sync::Arc;
 
 pub mod confined;
 
+use crate::platform;
 use confined::RootDir;
 
 /// What a root lets a client do.
@@ -302,12 +303,25 @@ fn resolve_physically(
         .map_or_else(|| walk_physically(absolute, follow_last, stays), Ok)
 }
 
-/// The fast way, for a path that exists: the kernel resolves it in one `open(O_PATH)` (which
-/// opens nothing for I/O and has no side effect on devices or FIFOs), and `/proc/self/fd` says
-/// where it landed. Three system calls at any depth, where the walk takes one per component.
-/// `None` when that cannot answer: the path (or its parent) does not exist, `/proc` is not
-/// there, or the last component is `.` or `..`; the walk then decides.
+/// The fast way, for a path that exists: the kernel resolves it, and says where it landed, in
+/// a few system calls at any depth, where the walk takes one per component. `None` when that
+/// cannot answer; the walk then decides.
+#[cfg(target_os = "linux")]
 fn kernel_resolved(absolute: &Path, follow_last: bool) -> Option<PathBuf> {
+    resolved_by_handle(absolute, follow_last)
+}
+
+#[cfg(not(target_os = "linux"))]
+fn kernel_resolved(absolute: &Path, follow_last: bool) -> Option<PathBuf> {
+    resolved_by_parent(absolute, follow_last)
+}
+
+/// Linux: the whole path opened with `O_PATH` (which opens nothing for I/O and has no side
+/// effect on devices or FIFOs), and `/proc/self/fd` says where it landed: three system calls.
+/// `None` when the path (or its parent) does not exist, `/proc` is not there, or the last
+/// component is `.` or `..`.
+#[cfg(target_os = "linux")]
+fn resolved_by_handle(absolute: &Path, follow_last: bool) -> Option<PathBuf> {
     use std::os::unix::fs::OpenOptionsExt;
     let (target, last) = if follow_last {
         (absolute, None)
@@ -323,8 +337,7 @@ fn kernel_resolved(absolute: &Path, follow_last: bool) -> Option<PathBuf> {
         .custom_flags(nix::fcntl::OFlag::O_PATH.bits())
         .open(target)
         .ok()?;
-    let fd = std::os::fd::AsRawFd::as_raw_fd(&handle);
-    let real = std::fs::read_link(format!("/proc/self/fd/{fd}")).ok()?;
+    let real = platform::fd_path(std::os::fd::AsFd::as_fd(&handle)).ok()?;
     // Anything but an absolute path (a pipe, a deleted file) is for the walk to judge.
     if !real.is_absolute() || real.as_os_str().as_encoded_bytes().ends_with(b" (deleted)") {
         return None;
@@ -333,6 +346,31 @@ fn kernel_resolved(absolute: &Path, follow_last: bool) -> Option<PathBuf> {
         Some(last) => real.join(last),
         None => real,
     })
+}
+
+/// Without `O_PATH` (macOS), a file cannot be opened without acting on it (a device, a FIFO)
+/// or without permission to read it, but a directory can be opened for search only. So the
+/// parent is opened (`platform::DIR_HANDLE`), `platform::fd_path` (`F_GETPATH`) says where it
+/// landed, and the last name is looked at with `fstatat`: four system calls. `None` when the
+/// parent does not exist, the last component is not a plain name, or, when it is to be
+/// followed, it is a symlink or missing. Compiled on Linux too, for its tests.
+#[cfg(any(test, not(target_os = "linux")))]
+fn resolved_by_parent(absolute: &Path, follow_last: bool) -> Option<PathBuf> {
+    use std::os::fd::AsFd;
+    let Component::Normal(last) = absolute.components().next_back()? else { return None };
+    let flags = platform::DIR_HANDLE | nix::fcntl::OFlag::O_CLOEXEC;
+    let dir = nix::fcntl::open(absolute.parent()?, flags, nix::sys::stat::Mode::empty()).ok()?;
+    let real = platform::fd_path(dir.as_fd()).ok()?;
+    if !real.is_absolute() {
+        return None;
+    }
+    if follow_last {
+        let stat = confined::stat_at(dir.as_fd(), last).ok()?;
+        if stat.kind() == confined::Kind::Symlink {
+            return None;
+        }
+    }
+    Some(real.join(last))
 }
 
 /// Walks `absolute` from `/`, resolving each existing symlink the way the kernel would. The

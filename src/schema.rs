@@ -203,7 +203,9 @@ fn unknown(key: &str, known: &[&str]) -> String {
 
 /// The known name nearest to `key`, when it is near enough to be a slip: the same once case,
 /// `_` and `-` are folded away (`dry_run`, `DryRun` → `dryRun`), or a few edits apart
-/// (`offest` → `offset`), at most one edit per three letters.
+/// (`offest` → `offset`), at most one edit per three letters. Failing that, a name that starts
+/// or ends with the whole key, when the key has four letters or more (`regex` → `isRegex`, the
+/// name replay v2.1's own tests use; `exclude` → `excludeGlobs`), if only one name does.
 fn nearest<'k>(key: &str, known: &[&'k str]) -> Option<&'k str> {
     let fold = |s: &str| -> Vec<char> {
         s.chars().filter(|c| *c != '_' && *c != '-').flat_map(char::to_lowercase).collect()
@@ -213,12 +215,26 @@ fn nearest<'k>(key: &str, known: &[&'k str]) -> Option<&'k str> {
         return None;
     }
     let key = fold(key);
-    known
+    let slip = known
         .iter()
         .map(|name| (edit_distance(&key, &fold(name)), *name))
         .filter(|(d, name)| *d <= (key.len().min(name.len()) / 3).max(1))
         .min_by_key(|(d, _)| *d)
-        .map(|(_, name)| name)
+        .map(|(_, name)| name);
+    slip.or_else(|| {
+        if key.len() < 4 {
+            return None;
+        }
+        let mut holding = known.iter().filter(|name| {
+            let name = fold(name);
+            name.starts_with(&key) || name.ends_with(&key)
+        });
+        // Only one such name makes a suggestion: `text` could be oldText or newText.
+        match (holding.next(), holding.next()) {
+            (Some(name), None) => Some(*name),
+            _ => None,
+        }
+    })
 }
 
 /// Optimal string alignment distance: insertions, deletions, substitutions and swaps of two

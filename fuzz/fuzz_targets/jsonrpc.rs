@@ -30,7 +30,7 @@ fuzz_target!(|data: &[u8]| {
         return;
     }
     match jsonrpc::parse(data) {
-        Err(error) => one_line(&jsonrpc::failure_line(&Id::null(), &error)),
+        Err((id, error)) => one_line(&jsonrpc::failure_line(&id, &error)),
         Ok(Incoming::One(element)) => {
             if let Some(line) = message(element) {
                 one_line(&line);

@@ -19,10 +19,11 @@ use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 
 use nix::errno::Errno;
 use nix::fcntl::{openat, readlinkat, OFlag};
-use nix::sys::stat::{fchmod, fstat, mkdirat, Mode};
+use nix::sys::stat::{fchmod, mkdirat, Mode};
 use nix::unistd::{symlinkat, unlinkat, UnlinkatFlags};
 
-use crate::policy::confined::{self, kind_of_mode, DirEntry, Kind};
+use crate::platform;
+use crate::policy::confined::{self, DirEntry, Kind};
 
 #[cfg(test)]
 mod tests;
@@ -58,8 +59,7 @@ pub fn discard_at(dir: BorrowedFd<'_>, name: &OsStr) -> io::Result<()> {
 fn remove(dir: BorrowedFd<'_>, name: &OsStr, stop: Stop<'_>, own: bool) -> io::Result<()> {
     match unlinkat(dir, name, UnlinkatFlags::NoRemoveDir) {
         Ok(()) => return Ok(()),
-        // Linux says EISDIR for a directory.
-        Err(Errno::EISDIR) => {}
+        Err(e) if names_a_directory(dir, name, e) => {}
         Err(e) => return Err(e.into()),
     }
     let top = confined::open_subdir(dir, name)?;
@@ -114,7 +114,7 @@ fn empty_out(dir: BorrowedFd<'_>, own: bool) -> io::Result<Vec<OsString>> {
         match unlinkat(dir, name.as_os_str(), UnlinkatFlags::NoRemoveDir) {
             Ok(()) | Err(Errno::ENOENT) => {}
             // A directory now.
-            Err(Errno::EISDIR) => subdirs.push(name),
+            Err(e) if names_a_directory(dir, &name, e) => subdirs.push(name),
             Err(e) => return Err(e.into()),
         }
     }
@@ -133,13 +133,13 @@ pub fn copy_at(
     stop: Stop<'_>,
 ) -> io::Result<()> {
     let stat = confined::stat_at(from, from_name)?;
-    match kind_of_mode(stat.st_mode) {
+    match stat.kind() {
         Kind::Symlink => copy_link(from, from_name, to, to_name),
         Kind::Dir => {
             let source = confined::open_subdir(from, from_name)?;
-            copy_tree(source, stat.st_mode, to, to_name, stop)
+            copy_tree(source, stat.mode, to, to_name, stop)
         }
-        Kind::File => copy_file(&open_file(from, from_name)?, stat.st_mode, to, to_name),
+        Kind::File => copy_file(&open_file(from, from_name)?, stat.mode, to, to_name),
         Kind::Other => Err(not_copyable()),
     }
 }
@@ -153,12 +153,10 @@ pub fn copy_open(
     to_name: &OsStr,
     stop: Stop<'_>,
 ) -> io::Result<()> {
-    let stat = fstat(source.as_fd())?;
-    match kind_of_mode(stat.st_mode) {
-        Kind::Dir => {
-            copy_tree(source.as_fd().try_clone_to_owned()?, stat.st_mode, to, to_name, stop)
-        }
-        Kind::File => copy_file(source, stat.st_mode, to, to_name),
+    let stat = confined::fstat(source.as_fd())?;
+    match stat.kind() {
+        Kind::Dir => copy_tree(source.as_fd().try_clone_to_owned()?, stat.mode, to, to_name, stop),
+        Kind::File => copy_file(source, stat.mode, to, to_name),
         // A handle is never a symlink: the open refused one.
         Kind::Symlink | Kind::Other => Err(not_copyable()),
     }
@@ -192,7 +190,7 @@ fn copy_tree(
             return Err(stopped());
         }
         let Some(DirEntry { name, .. }) = entries.pop() else {
-            let bits = Mode::from_bits_truncate(*mode & COPIED_MODE_BITS);
+            let bits = platform::mode(*mode & COPIED_MODE_BITS);
             todo.pop();
             fchmod(into.current()?, bits)?;
             if todo.is_empty() {
@@ -204,20 +202,20 @@ fn copy_tree(
         };
         let source_dir = from.current()?;
         let stat = confined::stat_at(source_dir, &name)?;
-        let kind = kind_of_mode(stat.st_mode);
+        let kind = stat.kind();
         if kind != Kind::Dir {
             let target_dir = into.current()?;
             match kind {
                 Kind::Symlink => copy_link(source_dir, &name, target_dir, &name)?,
                 Kind::File => {
                     let file = open_file(source_dir, &name)?;
-                    copy_file(&file, stat.st_mode, target_dir, &name)?;
+                    copy_file(&file, stat.mode, target_dir, &name)?;
                 }
                 Kind::Dir | Kind::Other => return Err(not_copyable()),
             }
             continue;
         }
-        if (stat.st_dev, stat.st_ino) == made {
+        if (stat.dev, stat.ino) == made {
             continue;
         }
         let sub = confined::open_subdir(source_dir, &name)?;
@@ -227,7 +225,7 @@ fn copy_tree(
         let target_sub = confined::open_subdir(target_dir, &name)?;
         from.enter(&name, sub)?;
         into.enter(&name, target_sub)?;
-        todo.push((entries, stat.st_mode));
+        todo.push((entries, stat.mode));
     }
     Ok(())
 }
@@ -258,7 +256,7 @@ fn copy_file(source: &File, mode: u32, to: BorrowedFd<'_>, to_name: &OsStr) -> i
     // `io::copy` between two files uses copy_file_range: no copy through user space.
     let mut source = source;
     io::copy(&mut source, &mut target)?;
-    fchmod(target.as_fd(), Mode::from_bits_truncate(mode & COPIED_MODE_BITS))?;
+    fchmod(target.as_fd(), platform::mode(mode & COPIED_MODE_BITS))?;
     target.sync_all()
 }
 
@@ -269,14 +267,24 @@ fn not_copyable() -> io::Error {
     )
 }
 
+/// Whether `unlinkat` (without `AT_REMOVEDIR`) failed with `errno` because `name` is a
+/// directory: Linux says `EISDIR`, macOS `EPERM`, which can also mean an immutable file.
+fn names_a_directory(dir: BorrowedFd<'_>, name: &OsStr, errno: Errno) -> bool {
+    match errno {
+        Errno::EISDIR => true,
+        Errno::EPERM => confined::stat_at(dir, name).is_ok_and(|stat| stat.is_dir()),
+        _ => false,
+    }
+}
+
 fn errno_of(e: &io::Error) -> Option<Errno> {
     e.raw_os_error().map(Errno::from_raw)
 }
 
 /// A directory's device and inode.
 fn id_of(fd: BorrowedFd<'_>) -> io::Result<(u64, u64)> {
-    let stat = fstat(fd)?;
-    Ok((stat.st_dev, stat.st_ino))
+    let stat = confined::fstat(fd)?;
+    Ok((stat.dev, stat.ino))
 }
 
 /// How many handles a [`Descent`] keeps: on the last `window` levels, and on at most about

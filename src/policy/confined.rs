@@ -2,21 +2,27 @@
 //!
 //! The policy decides where a path lands; this module makes the operation land there and
 //! nowhere else, even when the tree changes between the check and the use. Every file and
-//! directory is opened relative to a handle on its root, taken when the policy was built, with
-//! `openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)`. The policy has already resolved every
-//! symlink, so below its root a resolved path holds none: a symlink met now means a component
-//! was swapped since the check, and the open fails (`ELOOP`) instead of following it. Where the
-//! kernel has no `openat2` (Linux before 5.6, or a seccomp filter that refuses it), the same is
-//! done one component at a time with `openat(O_NOFOLLOW)`; `REPLAY_CONFINE=walk` forces that
-//! way, for the tests.
+//! directory is opened relative to a handle on its root, taken when the policy was built. The
+//! policy has already resolved every symlink, so below its root a resolved path holds none: a
+//! symlink met now means a component was swapped since the check, and the open fails instead of
+//! following it. Two backends do the opening ([`Backend`]):
 //!
-//! Creating, renaming and removing go through the parent directory's handle (`mkdirat`,
-//! `renameat2`, `unlinkat`), so the last component is never looked up by path either. Walks
-//! (`crate::walk`) open each directory relative to its parent's handle with `O_NOFOLLOW`, and
-//! so do whole-tree removals and copies (`crate::fs::tree`), from the handles this module gave.
+//! - `openat2`: Linux's `openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS)`, one system call per
+//!   open, used where the kernel has it (Linux 5.6 and later, unless a seccomp filter refuses
+//!   it);
+//! - `components`: `openat(O_NOFOLLOW)` one component at a time, each directory relative to
+//!   the one before. Portable: it is what macOS runs, and Linux without `openat2`.
+//!   `REPLAY_CONFINE=walk` forces it on Linux, so the test suite runs macOS's code here.
+//!
+//! A root's handle is re-checked before use by asking the OS where it is (`platform::fd_path`:
+//! `/proc/self/fd` on Linux, `F_GETPATH` on macOS). Creating, renaming and removing go through
+//! the parent directory's handle (`mkdirat`, `platform::rename_exclusive`, `unlinkat`), so the
+//! last component is never looked up by path either. Walks (`crate::walk`) open each directory
+//! relative to its parent's handle with `O_NOFOLLOW`, and so do whole-tree removals and copies
+//! (`crate::fs::tree`), from the handles this module gave.
 
 use std::ffi::{CStr, OsStr, OsString};
-use std::fs::{File, Metadata};
+use std::fs::File;
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
@@ -24,12 +30,17 @@ use std::path::{Component, Path, PathBuf};
 use std::sync::{Arc, OnceLock, RwLock};
 
 use nix::errno::Errno;
-use nix::fcntl::{openat, openat2, OFlag, OpenHow, ResolveFlag, AT_FDCWD};
-use nix::sys::stat::{fstatat, mkdirat, FileStat, Mode, SFlag};
+use nix::fcntl::{openat, OFlag};
+use nix::sys::stat::{fstatat, mkdirat, FileStat, Mode};
 
 use super::ResolvedPath;
+use crate::platform::{self, DIR_HANDLE};
 
-/// A handle on an allowed root (`O_PATH | O_DIRECTORY`), opened when the policy is built: a
+mod components;
+#[cfg(target_os = "linux")]
+mod openat2;
+
+/// A handle on an allowed root (`platform::DIR_HANDLE`), opened when the policy is built: a
 /// root renamed or replaced by a symlink later is still the directory the user allowed.
 #[derive(Debug)]
 pub struct RootDir {
@@ -68,25 +79,23 @@ impl RootDir {
 /// Whether a root's handle is still the directory at `path`: not removed (a removed directory
 /// has no links left) and not renamed away (`mv proj proj.old && mv proj.new proj`).
 fn still_at(fd: &OwnedFd, path: &Path) -> bool {
-    if !nix::sys::stat::fstat(fd.as_fd()).is_ok_and(|stat| stat.st_nlink > 0) {
+    if !fstat(fd.as_fd()).is_ok_and(|stat| stat.nlink > 0) {
         return false;
     }
-    let fd_path = format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(fd));
-    // Without /proc there is nothing to compare: keep the handle.
-    std::fs::read_link(fd_path).map_or(true, |real| real == path)
+    // Where the OS cannot say (Linux without /proc) there is nothing to compare: keep it.
+    platform::fd_path(fd.as_fd()).map_or(true, |real| real == path)
 }
 
 /// Opens a root: a directory, not a symlink, and really at `path` (no symlink on the way).
 fn open_root(path: &Path) -> io::Result<OwnedFd> {
-    let flags = OFlag::O_PATH | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
+    let flags = DIR_HANDLE | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
     let fd = nix::fcntl::open(path, flags, Mode::empty())?;
-    let fd_path = format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(&fd));
-    match std::fs::read_link(fd_path) {
+    match platform::fd_path(fd.as_fd()) {
         Ok(real) if real != path => Err(io::Error::new(
             io::ErrorKind::NotFound,
             format!("its path now leads to {}", real.display()),
         )),
-        // Without /proc there is nothing to compare: the root's path is the user's own.
+        // Where the OS cannot say, there is nothing to compare: the root's path is the user's.
         _ => Ok(fd),
     }
 }
@@ -109,6 +118,53 @@ pub enum Kind {
     Other,
 }
 
+/// A file's status, not following symlinks, in the same types on every OS (macOS's `stat` has
+/// a 16-bit mode and link count and a 32-bit device number).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stat {
+    /// Type and permission bits, as `st_mode`.
+    pub mode: u32,
+    pub dev: u64,
+    pub ino: u64,
+    pub nlink: u64,
+    pub uid: u32,
+    pub gid: u32,
+    pub size: u64,
+    /// Seconds since the epoch.
+    pub mtime: i64,
+}
+
+impl Stat {
+    pub fn kind(&self) -> Kind {
+        kind_of_mode(self.mode)
+    }
+
+    pub fn is_dir(&self) -> bool {
+        self.kind() == Kind::Dir
+    }
+
+    pub fn is_file(&self) -> bool {
+        self.kind() == Kind::File
+    }
+}
+
+impl From<FileStat> for Stat {
+    // The casts widen macOS's narrower fields; on Linux most are the same type already.
+    #[allow(clippy::unnecessary_cast, clippy::useless_conversion)]
+    fn from(st: FileStat) -> Stat {
+        Stat {
+            mode: st.st_mode as u32,
+            dev: st.st_dev as u64,
+            ino: st.st_ino as u64,
+            nlink: st.st_nlink as u64,
+            uid: st.st_uid,
+            gid: st.st_gid,
+            size: u64::try_from(st.st_size).unwrap_or(0),
+            mtime: st.st_mtime as i64,
+        }
+    }
+}
+
 /// One name in a directory, as `readdir` gives it.
 #[derive(Debug)]
 pub struct DirEntry {
@@ -125,7 +181,7 @@ pub struct Slot {
 }
 
 impl ResolvedPath {
-    /// Opens the resolved path itself (`O_CLOEXEC`, and `O_NOCTTY` unless `O_PATH`, are added).
+    /// Opens the resolved path itself (`O_CLOEXEC` and `O_NOCTTY` are added).
     pub fn open(&self, flags: OFlag) -> io::Result<File> {
         let (root, rel) = self.beneath()?;
         Ok(File::from(open_beneath(root.as_fd(), &rel, flags, Mode::empty())?))
@@ -137,9 +193,27 @@ impl ResolvedPath {
         open_beneath(root.as_fd(), &rel, OFlag::O_RDONLY | OFlag::O_DIRECTORY, Mode::empty())
     }
 
-    /// The resolved path's metadata (it is never a symlink: the policy resolved them all).
-    pub fn metadata(&self) -> io::Result<Metadata> {
-        self.open(OFlag::O_PATH)?.metadata()
+    /// The resolved path's status, from its parent's handle (`fstatat`), so that nothing is
+    /// opened: not a device, not a FIFO, not a file the user may not read. It is never a
+    /// symlink (the policy resolved them all): one met here was put there since (`ELOOP`).
+    pub fn metadata(&self) -> io::Result<Stat> {
+        let (root, rel) = self.beneath()?;
+        let stat = match (rel.parent(), rel.file_name()) {
+            (Some(parent), Some(name)) => {
+                let parent = if parent.as_os_str().is_empty() { Path::new(".") } else { parent };
+                let dir = open_beneath(root.as_fd(), parent, DIR_HANDLE, Mode::empty())?;
+                stat_at(dir.as_fd(), name)?
+            }
+            // The root itself.
+            _ => fstat(root.as_fd())?,
+        };
+        match stat.kind() {
+            Kind::Symlink => Err(io::Error::from(Errno::ELOOP)),
+            kind if kind != Kind::Dir && self.names_directory() => {
+                Err(io::Error::from(Errno::ENOTDIR))
+            }
+            _ => Ok(stat),
+        }
     }
 
     /// The resolved path's parent, opened beneath the root, and its last name. With `create`,
@@ -163,7 +237,7 @@ impl ResolvedPath {
         if self.names_directory() {
             // `dir/`: only a directory will do.
             match stat_at(dir.as_fd(), &name) {
-                Ok(stat) if kind_of_mode(stat.st_mode) == Kind::Dir => {}
+                Ok(stat) if stat.is_dir() => {}
                 Ok(_) | Err(Errno::ENOENT) => return Err(io::Error::from(Errno::ENOTDIR)),
                 Err(e) => return Err(e.into()),
             }
@@ -196,8 +270,8 @@ impl ResolvedPath {
 }
 
 impl Slot {
-    /// The entry's metadata, not following a symlink; `None` when there is no such entry.
-    pub fn stat(&self) -> io::Result<Option<FileStat>> {
+    /// The entry's status, not following a symlink; `None` when there is no such entry.
+    pub fn stat(&self) -> io::Result<Option<Stat>> {
         match stat_at(self.dir.as_fd(), &self.name) {
             Ok(stat) => Ok(Some(stat)),
             Err(Errno::ENOENT) => Ok(None),
@@ -220,103 +294,64 @@ fn stays_beneath(rel: &Path) -> io::Result<()> {
     Ok(())
 }
 
-/// Whether `openat2` is used: the kernel has it, and `REPLAY_CONFINE=walk` is not set.
-fn openat2_usable() -> bool {
-    static USABLE: OnceLock<bool> = OnceLock::new();
-    *USABLE.get_or_init(|| {
-        if std::env::var_os("REPLAY_CONFINE").is_some_and(|v| v == "walk") {
-            tracing::info!("REPLAY_CONFINE=walk: opening paths one component at a time");
-            return false;
+/// How opens beneath a root are made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    /// `openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS)`: one system
+    /// call per open, Linux 5.6 and later.
+    #[cfg(target_os = "linux")]
+    Openat2,
+    /// `openat(O_NOFOLLOW)` one component at a time: every Unix, and all macOS has.
+    Components,
+}
+
+/// The environment variable that forces the portable backend on Linux (`walk`): a testing
+/// knob, so that the suite runs the code macOS runs.
+pub const BACKEND_KNOB: &str = "REPLAY_CONFINE";
+
+/// The backend this process uses, chosen once: `openat2` where the kernel has it and
+/// `REPLAY_CONFINE=walk` is not set, else `components`.
+pub fn backend() -> Backend {
+    static BACKEND: OnceLock<Backend> = OnceLock::new();
+    *BACKEND.get_or_init(|| {
+        if std::env::var_os(BACKEND_KNOB).is_some_and(|v| v == "walk") {
+            tracing::info!("{BACKEND_KNOB}=walk: opening paths one component at a time");
+            return Backend::Components;
         }
-        let how = OpenHow::new()
-            .flags(OFlag::O_PATH | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC)
-            .resolve(beneath_flags());
-        match openat2(AT_FDCWD, ".", how) {
-            Ok(_) => true,
-            Err(e) => {
-                tracing::info!(
-                    "openat2 is not usable ({e}): opening paths one component at a time"
-                );
-                false
-            }
+        #[cfg(target_os = "linux")]
+        if openat2::usable() {
+            return Backend::Openat2;
         }
+        Backend::Components
     })
 }
 
-fn beneath_flags() -> ResolveFlag {
-    ResolveFlag::RESOLVE_BENEATH
-        | ResolveFlag::RESOLVE_NO_SYMLINKS
-        | ResolveFlag::RESOLVE_NO_MAGICLINKS
-}
-
-/// Opens `rel` below the directory `root`, following no symlink and never leaving `root`.
-/// `rel` must be relative and hold no `..` (a resolved path never does).
+/// Opens `rel` below the directory `root`, following no symlink and never leaving `root`, with
+/// the process's backend. `rel` must be relative and hold no `..` (a resolved path never
+/// does). `O_CLOEXEC` and `O_NOCTTY` are added.
 pub fn open_beneath(
     root: BorrowedFd<'_>,
     rel: &Path,
     flags: OFlag,
     mode: Mode,
 ) -> io::Result<OwnedFd> {
-    // openat2 refuses O_PATH with any flag but O_DIRECTORY, O_NOFOLLOW and O_CLOEXEC.
-    let flags = if flags.contains(OFlag::O_PATH) {
-        flags | OFlag::O_CLOEXEC
-    } else {
-        flags | OFlag::O_CLOEXEC | OFlag::O_NOCTTY
-    };
-    stays_beneath(rel)?;
-    if openat2_usable() {
-        let how = OpenHow::new().flags(flags).mode(mode).resolve(beneath_flags());
-        // EAGAIN: the kernel saw a rename race during the lookup and wants a retry.
-        for _ in 0..8 {
-            match openat2(root, rel, how) {
-                Err(Errno::EAGAIN) => continue,
-                other => return other.map_err(io::Error::from),
-            }
-        }
-        return Err(io::Error::from(Errno::EAGAIN));
-    }
-    open_by_components(root, rel, flags, mode)
+    open_with(backend(), root, rel, flags, mode)
 }
 
-/// `open_beneath` without `openat2`: each directory on the way is opened relative to the one
-/// before with `O_NOFOLLOW | O_DIRECTORY`, so a symlink anywhere fails the open.
-pub fn open_by_components(
+/// [`open_beneath`] with a chosen backend, for the tests that run both.
+pub fn open_with(
+    backend: Backend,
     root: BorrowedFd<'_>,
     rel: &Path,
     flags: OFlag,
     mode: Mode,
 ) -> io::Result<OwnedFd> {
     stays_beneath(rel)?;
-    let parts: Vec<&OsStr> = rel
-        .components()
-        .filter_map(|c| match c {
-            Component::Normal(name) => Some(name),
-            _ => None,
-        })
-        .collect();
-    let trailing_slash = rel.as_os_str().as_bytes().ends_with(b"/");
-    let flags = flags | OFlag::O_CLOEXEC | OFlag::O_NOCTTY | OFlag::O_NOFOLLOW;
-    let Some((last, dirs)) = parts.split_last() else {
-        return Ok(openat(root, ".", flags, mode)?);
-    };
-    let mut dir: Option<OwnedFd> = None;
-    for part in dirs {
-        let at = dir.as_ref().map_or(root, |d| d.as_fd());
-        dir = Some(openat(at, *part, walk_flags(), Mode::empty())?);
+    match backend {
+        #[cfg(target_os = "linux")]
+        Backend::Openat2 => openat2::open(root, rel, flags, mode),
+        Backend::Components => components::open(root, rel, flags, mode),
     }
-    let at = dir.as_ref().map_or(root, |d| d.as_fd());
-    let flags = if trailing_slash { flags | OFlag::O_DIRECTORY } else { flags };
-    let fd = openat(at, *last, flags, mode)?;
-    // With O_PATH, O_NOFOLLOW opens a symlink itself instead of failing.
-    if flags.contains(OFlag::O_PATH) && kind_of_fd(fd.as_fd())? == Kind::Symlink {
-        return Err(io::Error::from(Errno::ELOOP));
-    }
-    Ok(fd)
-}
-
-/// How a directory on the way is opened: never through a symlink.
-fn walk_flags() -> OFlag {
-    OFlag::O_PATH | OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC
 }
 
 /// A directory to create, replace or remove entries in: readable if it can be (to sweep stale
@@ -324,7 +359,7 @@ fn walk_flags() -> OFlag {
 fn open_dir_for_update(root: BorrowedFd<'_>, rel: &Path) -> io::Result<OwnedFd> {
     match open_beneath(root, rel, OFlag::O_RDONLY | OFlag::O_DIRECTORY, Mode::empty()) {
         Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {
-            open_beneath(root, rel, OFlag::O_PATH | OFlag::O_DIRECTORY, Mode::empty())
+            open_beneath(root, rel, DIR_HANDLE, Mode::empty())
         }
         other => other,
     }
@@ -341,7 +376,7 @@ fn make_dirs(root: BorrowedFd<'_>, rel: &Path) -> io::Result<OwnedFd> {
             Err(e) => return Err(e.into()),
         }
         let next = match openat(at, part, OFlag::O_RDONLY | dir_flags(), Mode::empty()) {
-            Err(Errno::EACCES) => openat(at, part, OFlag::O_PATH | dir_flags(), Mode::empty()),
+            Err(Errno::EACCES) => openat(at, part, DIR_HANDLE | dir_flags(), Mode::empty()),
             other => other,
         };
         // A file (or a symlink) where a directory should be: ENOTDIR.
@@ -358,21 +393,23 @@ fn dir_flags() -> OFlag {
 }
 
 /// `fstatat(AT_SYMLINK_NOFOLLOW)`.
-pub fn stat_at(dir: BorrowedFd<'_>, name: &OsStr) -> nix::Result<FileStat> {
-    fstatat(dir, name, nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW)
+pub fn stat_at(dir: BorrowedFd<'_>, name: &OsStr) -> nix::Result<Stat> {
+    fstatat(dir, name, nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW).map(Stat::from)
+}
+
+/// `fstat`.
+pub fn fstat(fd: BorrowedFd<'_>) -> nix::Result<Stat> {
+    nix::sys::stat::fstat(fd).map(Stat::from)
 }
 
 pub fn kind_of_mode(mode: u32) -> Kind {
-    match SFlag::from_bits_truncate(mode & SFlag::S_IFMT.bits()) {
-        SFlag::S_IFREG => Kind::File,
-        SFlag::S_IFDIR => Kind::Dir,
-        SFlag::S_IFLNK => Kind::Symlink,
+    // The type bits have these values on every Unix (the tar and cpio formats carry them).
+    match mode & 0o170_000 {
+        0o100_000 => Kind::File,
+        0o040_000 => Kind::Dir,
+        0o120_000 => Kind::Symlink,
         _ => Kind::Other,
     }
-}
-
-fn kind_of_fd(fd: BorrowedFd<'_>) -> io::Result<Kind> {
-    Ok(kind_of_mode(nix::sys::stat::fstat(fd)?.st_mode))
 }
 
 /// The entries of an open directory (not `.` and `..`), in the order `readdir` gives them.
@@ -403,7 +440,7 @@ pub fn for_each_entry(dir: BorrowedFd<'_>, mut f: impl FnMut(&OsStr, Kind)) -> i
             Some(_) => Kind::Other,
             // The filesystem does not say (DT_UNKNOWN): ask.
             None => match stat_at(dir, name) {
-                Ok(stat) => kind_of_mode(stat.st_mode),
+                Ok(stat) => stat.kind(),
                 Err(_) => continue,
             },
         };

@@ -12,6 +12,7 @@ use crate::protocol::jsonrpc::{self, Element, Id, Message, RpcError};
 use crate::protocol::lock;
 use crate::protocol::reply::{self, Budget};
 use crate::protocol::revision::Revision;
+use crate::protocol::schedule;
 use crate::protocol::scope::Scope;
 use crate::protocol::session::{Session, ToolErrors};
 use crate::protocol::transport::Outbox;
@@ -66,6 +67,15 @@ struct Call {
     turn: Option<Turn>,
 }
 
+impl Call {
+    /// Whether the call waits for one of the places of calls that hold data
+    /// (`schedule::holds_data`).
+    fn holds_data(&self) -> bool {
+        let name = self.params.get("name").and_then(Value::as_str).unwrap_or_default();
+        schedule::holds_data(name)
+    }
+}
+
 impl Session {
     /// A single `tools/call`: inline if it is a quick read, else on the runtime.
     pub(super) fn accept_call(
@@ -88,7 +98,7 @@ impl Session {
         }
         let running = self.schedule.running();
         let session = Arc::clone(self);
-        if call.turn.as_ref().is_none_or(Turn::is_free) {
+        if call.turn.as_ref().is_none_or(Turn::is_free) && !call.holds_data() {
             // Nothing to wait for: straight onto the blocking pool, one hop instead of an
             // async task that hops there.
             self.schedule.runtime().spawn_blocking(move || {
@@ -118,6 +128,9 @@ impl Session {
             self.held.send_line(jsonrpc::failure_line(&Id::null(), &error));
             return;
         }
+        // One budget for the whole array: every reply in it is charged, tool results and the
+        // others alike (20,000 `tools/list` in one batch asked for 298 MiB).
+        let budget = Arc::new(Budget::default());
         // Prepared here, in order: write turns and cancellation must follow arrival.
         let jobs: Vec<Result<Call, Option<String>>> = batch
             .into_iter()
@@ -125,14 +138,26 @@ impl Session {
                 Ok(Message::Request { id, method, params }) if method == "tools/call" => {
                     match self.revision_of(&method, &params) {
                         Ok(revision) => Ok(self.prepare(&element, id, params, revision)),
-                        Err(error) => Err(Some(jsonrpc::failure_line(&id, &error))),
+                        Err(error) => {
+                            let line = jsonrpc::failure_line(&id, &error);
+                            Err(Some(reply::charged(Some(&id), line, &budget)))
+                        }
                     }
                 }
-                Ok(message) => Err(self.handle(&element, message)),
-                Err((id, error)) => Err(Some(jsonrpc::failure_line(&id, &error))),
+                Ok(message) => {
+                    let id = match &message {
+                        Message::Request { id, .. } => Some(id.clone()),
+                        _ => None,
+                    };
+                    let line = self.handle(&element, message);
+                    Err(line.map(|line| reply::charged(id.as_ref(), line, &budget)))
+                }
+                Err((id, error)) => {
+                    let line = jsonrpc::failure_line(&id, &error);
+                    Err(Some(reply::charged(Some(&id), line, &budget)))
+                }
             })
             .collect();
-        let budget = Arc::new(Budget::default());
         if self.scopes.sandbox_deferred() {
             let replies: Vec<String> = jobs
                 .into_iter()
@@ -202,10 +227,17 @@ impl Session {
         if let Some(turn) = &mut call.turn {
             turn.wait().await;
         }
+        // After the turn: a writer waiting for its turn does not hold a place meanwhile.
+        let place = match call.holds_data() {
+            true => self.schedule.data_place().await,
+            false => None,
+        };
         let outcome = tokio::task::spawn_blocking(move || {
             // Not started while replies wait unread past the bound (backpressure).
             self.outbox.wait_for_room();
-            self.run_tool(call, &budget)
+            let reply = self.run_tool(call, &budget);
+            drop(place);
+            reply
         })
         .await;
         // The tool's own panics are caught in dispatch; a join error is the runtime shutting

@@ -52,6 +52,16 @@ pub fn tool_line(id: &Id, reply: ToolReply, revision: Revision, budget: &Budget)
     }
 }
 
+/// A batch's reply to anything but a tool call (`tools/list`, `ping`, an error), charged to the
+/// batch's budget: over it, the -32603 that says how to ask for less. `id` is the request's,
+/// when it has one.
+pub fn charged(id: Option<&Id>, line: String, budget: &Budget) -> String {
+    if budget.take(line.len() + 1) {
+        return line;
+    }
+    too_large(id.unwrap_or(&Id::null()), line.len() + 1)
+}
+
 /// The error for a reply over the cap, measured before it was built.
 fn too_large(id: &Id, len: usize) -> String {
     let message = format!(

@@ -148,7 +148,7 @@ impl Session {
         let mut element = match jsonrpc::parse(&bytes) {
             Ok(Incoming::One(element)) => element,
             Ok(Incoming::Batch(elements)) => return self.accept_batch(elements),
-            Err(error) => return self.held.send_line(jsonrpc::failure_line(&Id::null(), &error)),
+            Err((id, error)) => return self.held.send_line(jsonrpc::failure_line(&id, &error)),
         };
         let reply = match element.classify() {
             Ok(Message::Request { id, method, params }) if method == "tools/call" => {

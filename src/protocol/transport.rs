@@ -317,7 +317,9 @@ pub fn spawn_writer(on_gone: impl Fn() + Send + Sync + 'static) -> (Outbox, Join
 
 /// Asks for a 1 MiB pipe buffer when `fd` is a pipe (the most an unprivileged process gets by
 /// default): a 5 MiB reply then crosses in 5 hand-offs between us and the client, not 80.
-/// Best effort: a refusal leaves the pipe as it was.
+/// Best effort: a refusal leaves the pipe as it was. Linux only: macOS has no call to widen a
+/// pipe (its pipes grow by themselves, to 64 KiB).
+#[cfg(target_os = "linux")]
 pub fn widen_pipe(fd: std::os::fd::RawFd) {
     // SAFETY: fd 0 and 1 are open for the life of the process; the borrow does not outlive
     // this call.
@@ -328,6 +330,9 @@ pub fn widen_pipe(fd: std::os::fd::RawFd) {
         let _ = nix::fcntl::fcntl(fd, nix::fcntl::FcntlArg::F_SETPIPE_SZ(1 << 20));
     }
 }
+
+#[cfg(not(target_os = "linux"))]
+pub fn widen_pipe(_fd: std::os::fd::RawFd) {}
 
 /// Writes `text` to stdout whole: the one-shot subcommands' answer (`replay call`, `tools`,
 /// `schema`, `print-config`), written once, with no server running.

@@ -17,7 +17,7 @@ use landlock::{
     RulesetAttr, RulesetCreatedAttr, RulesetError, RulesetStatus, ABI,
 };
 
-use super::{Landlock, SandboxConfig};
+use super::{Kernel, SandboxConfig};
 use crate::policy::{Access as RootAccess, AllowedRoot};
 
 /// The Landlock ABI whose rights replay asks for; older kernels get what they support.
@@ -41,12 +41,12 @@ pub fn apply(
     child_tmp: Option<&Path>,
     home: Option<&Path>,
     config: &SandboxConfig,
-) -> Landlock {
+) -> Kernel {
     match restrict(roots, child_tmp, home, config) {
-        Ok(RulesetStatus::FullyEnforced) => Landlock::Enforced,
-        Ok(RulesetStatus::PartiallyEnforced) => Landlock::Partial,
-        Ok(RulesetStatus::NotEnforced) => Landlock::Unsupported,
-        Err(e) => Landlock::Failed(e.to_string()),
+        Ok(RulesetStatus::FullyEnforced) => Kernel::Enforced,
+        Ok(RulesetStatus::PartiallyEnforced) => Kernel::Partial,
+        Ok(RulesetStatus::NotEnforced) => Kernel::Unsupported,
+        Err(e) => Kernel::Failed(e.to_string()),
     }
 }
 

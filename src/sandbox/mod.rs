@@ -1,5 +1,5 @@
-//! The kernel sandbox around the server and the commands it runs, in layers (SECURITY.md has
-//! the table of what each blocks):
+//! The kernel sandbox around the server and the commands it runs. On Linux it is in layers
+//! (SECURITY.md has the table of what each blocks):
 //!
 //! - `landlock`: the server and its commands may open only the allowed directories and the
 //!   system paths a shell needs;
@@ -13,8 +13,12 @@
 //! `prepare` runs at start-up: it makes the commands' TMPDIR (`tmp`). `Sandbox::apply` has a
 //! helper process make the namespace and mount in it, then applies Landlock; a server started
 //! without directories calls it when the client's first roots arrive. Each command joins the namespace, drops its capabilities and,
-//! in the fallback, installs the filter (`CommandConfinement`). All of it is Linux's; the
-//! modules named for their mechanism are Linux-only.
+//! in the fallback, installs the filter (`CommandConfinement`). These modules are Linux-only.
+//!
+//! On macOS it is one layer, `seatbelt`: the server applies to itself a Seatbelt profile made
+//! from the allowed directories (`profile`, a pure function compiled on every OS so that its
+//! tests run on Linux too), and every command inherits it. It covers what Landlock and the
+//! namespace cover together, metadata included.
 
 #[cfg(target_os = "linux")]
 mod capabilities;
@@ -22,6 +26,9 @@ mod capabilities;
 mod landlock;
 #[cfg(target_os = "linux")]
 mod namespace;
+pub mod profile;
+#[cfg(target_os = "macos")]
+mod seatbelt;
 #[cfg(target_os = "linux")]
 mod seccomp;
 pub mod tmp;
@@ -40,9 +47,15 @@ pub struct SandboxConfig {
     pub extra_read: Vec<PathBuf>,
 }
 
-/// What came of Landlock.
+/// The kernel's access control: Landlock on Linux, Seatbelt on macOS.
+#[cfg(target_os = "linux")]
+const MECHANISM: &str = "Landlock";
+#[cfg(not(target_os = "linux"))]
+const MECHANISM: &str = "Seatbelt";
+
+/// What came of the kernel's access control ([`MECHANISM`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Landlock {
+pub enum Kernel {
     Enforced,
     /// The kernel knows an older Landlock: some rights (e.g. network) are not enforced.
     Partial,
@@ -66,6 +79,9 @@ pub enum Isolation {
     Unavailable(String),
     /// No commands are served: nothing to isolate.
     NoCommands,
+    /// macOS: the Seatbelt profile refuses every change outside the read-write directories,
+    /// metadata included (`file-write*`).
+    Seatbelt,
     /// `--no-sandbox`, or not applied yet.
     Off,
 }
@@ -73,43 +89,45 @@ pub enum Isolation {
 /// What came of the sandbox.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Status {
-    pub landlock: Landlock,
+    pub kernel: Kernel,
     pub isolation: Isolation,
 }
 
 impl Status {
     /// A server waiting for the client's roots.
     pub fn deferred() -> Status {
-        Status { landlock: Landlock::Deferred, isolation: Isolation::Off }
+        Status { kernel: Kernel::Deferred, isolation: Isolation::Off }
     }
 
     fn disabled() -> Status {
-        Status { landlock: Landlock::Disabled, isolation: Isolation::Off }
+        Status { kernel: Kernel::Disabled, isolation: Isolation::Off }
     }
 
     /// The line list_allowed_directories adds (and stderr shows) when the sandbox is not fully
     /// in force; `None` when it is.
     pub fn note(&self) -> Option<String> {
-        let reads = match &self.landlock {
-            Landlock::Enforced => None,
-            Landlock::Disabled => {
+        let reads = match &self.kernel {
+            Kernel::Enforced => None,
+            Kernel::Disabled => {
                 return Some("[sandbox: off (--no-sandbox): commands run by execute_command can reach anything the user can]".into())
             }
-            Landlock::Deferred => {
+            Kernel::Deferred => {
                 return Some("[sandbox: waiting for the client's roots: no directory is allowed yet]".into())
             }
-            Landlock::Partial => Some("Landlock partly enforced: this kernel's Landlock is older than replay asks for".to_string()),
-            Landlock::Unsupported => Some("this kernel has no Landlock".to_string()),
-            Landlock::Failed(e) => Some(format!("Landlock could not be applied ({e})")),
+            Kernel::Partial => Some(format!("{MECHANISM} partly enforced: this kernel's {MECHANISM} is older than replay asks for")),
+            Kernel::Unsupported => Some(format!("this kernel has no {MECHANISM}")),
+            Kernel::Failed(e) => Some(format!("{MECHANISM} could not be applied ({e})")),
         };
-        let without_landlock = !matches!(self.landlock, Landlock::Enforced | Landlock::Partial);
+        let without_landlock = !matches!(self.kernel, Kernel::Enforced | Kernel::Partial);
         let reads = reads.map(|text| match (&self.isolation, without_landlock) {
             (Isolation::Namespace, true) => format!("{text}: commands can read anything the user can, and write only in the read-write directories"),
             (_, true) => format!("{text}: commands can reach anything the user can"),
             (_, false) => text,
         });
         let metadata = match &self.isolation {
-            Isolation::Namespace | Isolation::NoCommands | Isolation::Off => None,
+            Isolation::Namespace | Isolation::NoCommands | Isolation::Seatbelt | Isolation::Off => {
+                None
+            }
             Isolation::Seccomp(why) => Some(format!("no mount namespace ({why}): commands may not change modes, owners, times or extended attributes (chmod, chown, touch), even in read-write directories")),
             Isolation::Unavailable(why) => Some(format!("no mount namespace ({why}) and no seccomp filter for this architecture: commands can change the modes, owners and times of anything the user owns")),
         };
@@ -140,6 +158,7 @@ enum Pending {
 
 /// `REPLAY_COMMAND_ISOLATION=seccomp` skips the namespace, so that the tests exercise the
 /// fallback on a machine that has namespaces. A testing knob, not a setting.
+#[cfg(target_os = "linux")]
 const ISOLATION_KNOB: &str = "REPLAY_COMMAND_ISOLATION";
 
 /// Start-up, before the sandbox: makes the commands' TMPDIR when `commands` are served, and
@@ -210,19 +229,25 @@ impl Sandbox {
             },
             Pending::Decided(isolation) => (isolation, None),
         };
-        let landlock = landlock::apply(roots, tmp, self.home.as_deref(), &self.config);
+        let kernel = landlock::apply(roots, tmp, self.home.as_deref(), &self.config);
         let filter = match isolation {
             Isolation::Seccomp(_) => seccomp::filter().map(Arc::new),
             _ => None,
         };
         let confinement = CommandConfinement { confine: true, namespace, filter };
-        Applied { status: Status { landlock, isolation }, confinement }
+        Applied { status: Status { kernel, isolation }, confinement }
     }
 
-    #[cfg(not(target_os = "linux"))]
-    fn apply_layers(self, _roots: &[AllowedRoot]) -> Applied {
-        let status = Status { landlock: Landlock::Unsupported, isolation: Isolation::Off };
-        Applied { status, confinement: CommandConfinement::none() }
+    /// The Seatbelt profile, applied to this process and so inherited by every command.
+    #[cfg(target_os = "macos")]
+    fn apply_layers(self, roots: &[AllowedRoot]) -> Applied {
+        let tmp = self.command_tmp.as_ref().map(|t| t.dir());
+        let kernel = seatbelt::apply(roots, tmp, self.home.as_deref(), &self.config);
+        let isolation = match kernel {
+            Kernel::Enforced => Isolation::Seatbelt,
+            _ => Isolation::Off,
+        };
+        Applied { status: Status { kernel, isolation }, confinement: CommandConfinement::none() }
     }
 }
 
@@ -242,10 +267,12 @@ fn places(roots: &[AllowedRoot], tmp: Option<&std::path::Path>) -> Vec<namespace
     roots.chain(writable).collect()
 }
 
-/// What a command's process does to itself between `fork` and `exec`.
+/// What a command's process does to itself between `fork` and `exec`. Nothing on macOS, where
+/// a command inherits the server's Seatbelt profile.
 #[derive(Debug, Clone)]
 pub struct CommandConfinement {
     /// Drop every capability and set `no_new_privs`.
+    #[cfg(target_os = "linux")]
     confine: bool,
     /// The namespace to join.
     #[cfg(target_os = "linux")]
@@ -260,6 +287,7 @@ impl Default for CommandConfinement {
     /// is no working directory yet) holds none either.
     fn default() -> CommandConfinement {
         CommandConfinement {
+            #[cfg(target_os = "linux")]
             confine: true,
             #[cfg(target_os = "linux")]
             namespace: None,
@@ -271,8 +299,15 @@ impl Default for CommandConfinement {
 
 impl CommandConfinement {
     /// `--no-sandbox`: commands run as the server would.
+    #[cfg(target_os = "linux")]
     pub fn none() -> CommandConfinement {
         CommandConfinement { confine: false, ..CommandConfinement::default() }
+    }
+
+    /// `--no-sandbox`: commands run as the server would.
+    #[cfg(not(target_os = "linux"))]
+    pub fn none() -> CommandConfinement {
+        CommandConfinement::default()
     }
 
     /// Has `cmd`'s process confine itself before it runs the program: join the namespace

@@ -3,48 +3,48 @@
 use super::*;
 
 #[track_caller]
-fn check(landlock: Landlock, isolation: Isolation, expect: Option<&str>) {
-    let status = Status { landlock, isolation };
+fn check(kernel: Kernel, isolation: Isolation, expect: Option<&str>) {
+    let status = Status { kernel, isolation };
     assert_eq!(status.note().as_deref(), expect, "{status:?}");
 }
 
 #[test]
 fn notes() {
     let why = || "unshare: EPERM".to_string();
-    check(Landlock::Enforced, Isolation::Namespace, None);
-    check(Landlock::Enforced, Isolation::NoCommands, None);
+    check(Kernel::Enforced, Isolation::Namespace, None);
+    check(Kernel::Enforced, Isolation::NoCommands, None);
     check(
-        Landlock::Enforced,
+        Kernel::Enforced,
         Isolation::Seccomp(why()),
         Some("[sandbox: no mount namespace (unshare: EPERM): commands may not change modes, owners, times or extended attributes (chmod, chown, touch), even in read-write directories]"),
     );
     check(
-        Landlock::Unsupported,
+        Kernel::Unsupported,
         Isolation::Namespace,
         Some("[sandbox: this kernel has no Landlock: commands can read anything the user can, and write only in the read-write directories]"),
     );
     check(
-        Landlock::Unsupported,
+        Kernel::Unsupported,
         Isolation::Seccomp(why()),
         Some("[sandbox: this kernel has no Landlock: commands can reach anything the user can; no mount namespace (unshare: EPERM): commands may not change modes, owners, times or extended attributes (chmod, chown, touch), even in read-write directories]"),
     );
     check(
-        Landlock::Partial,
+        Kernel::Partial,
         Isolation::Namespace,
         Some("[sandbox: Landlock partly enforced: this kernel's Landlock is older than replay asks for]"),
     );
     check(
-        Landlock::Enforced,
+        Kernel::Enforced,
         Isolation::Unavailable(why()),
         Some("[sandbox: no mount namespace (unshare: EPERM) and no seccomp filter for this architecture: commands can change the modes, owners and times of anything the user owns]"),
     );
     check(
-        Landlock::Disabled,
+        Kernel::Disabled,
         Isolation::Off,
         Some("[sandbox: off (--no-sandbox): commands run by execute_command can reach anything the user can]"),
     );
     check(
-        Landlock::Deferred,
+        Kernel::Deferred,
         Isolation::Off,
         Some("[sandbox: waiting for the client's roots: no directory is allowed yet]"),
     );

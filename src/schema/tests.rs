@@ -171,10 +171,17 @@ fn nearest_names() {
         ("heads", Some("head")),
         ("recursive", None),
         ("", None),
+        ("numbers", Some("lineNumbers")),
+        ("line", Some("lineNumbers")),
+        ("lin", None),
     ];
     for (key, expect) in cases {
         assert_eq!(nearest(key, &known), expect, "{key}");
     }
+    let edit = ["oldText", "newText", "limit", "isRegex", "caseInsensitive"];
+    assert_eq!(nearest("regex", &edit), Some("isRegex"));
+    assert_eq!(nearest("insensitive", &edit), Some("caseInsensitive"));
+    assert_eq!(nearest("text", &edit), None, "ends two names: no one suggestion");
 }
 
 #[test]

@@ -3,7 +3,7 @@
 //!
 //! The source is resolved for reading and followed if it is a symlink (its target is copied,
 //! as `cp` does with a link it is given); symlinks inside a copied directory are copied as
-//! links, never followed. Without `overwrite` the rename is `renameat2(RENAME_NOREPLACE)`, so
+//! links, never followed. Without `overwrite` the rename is exclusive (`renameat2(RENAME_NOREPLACE)`), so
 //! an entry that appears meanwhile is not lost either. With it, an existing file is replaced
 //! atomically, as write_file replaces one; a directory is never replaced, nor replaces a file.
 
@@ -12,12 +12,13 @@ use std::io;
 use std::os::fd::{AsFd, BorrowedFd};
 
 use nix::errno::Errno;
-use nix::fcntl::{renameat, renameat2, OFlag, RenameFlags};
+use nix::fcntl::{renameat, OFlag};
 use serde::Deserialize;
 
 use crate::error::ToolError;
 use crate::fs::tree;
-use crate::policy::confined::{self, Kind, Slot};
+use crate::platform;
+use crate::policy::confined::{Kind, Slot};
 use crate::tools::write::temp_name;
 use crate::tools::{Ctx, Output};
 
@@ -73,7 +74,7 @@ pub fn copy_file(ctx: &Ctx, args: CopyFileArgs) -> Result<Output, ToolError> {
         Some(_) if !args.overwrite => {
             return Err(ToolError::AlreadyExists { path: destination.shown.clone() })
         }
-        Some(stat) => match confined::kind_of_mode(stat.st_mode) {
+        Some(stat) => match stat.kind() {
             Kind::Dir => {
                 return Err(refuse(
                     "it is a directory, and copy_file overwrites files only; delete it first \
@@ -141,10 +142,9 @@ fn rename_into_place(to: &Slot, temp: &str, replace: bool) -> io::Result<()> {
         // ENOTDIR: a directory is never replaced.
         return Ok(renameat(dir, temp, dir, name)?);
     }
-    match renameat2(dir, temp, dir, name, RenameFlags::RENAME_NOREPLACE) {
+    match platform::rename_exclusive(dir, OsStr::new(temp), dir, name) {
         Ok(()) => Ok(()),
-        // Filesystems without RENAME_NOREPLACE support (some FUSE, older NFS).
-        Err(Errno::EINVAL) => {
+        Err(errno) if platform::cannot_rename_exclusively(errno) => {
             if to.stat()?.is_some() {
                 return Err(io::Error::from(io::ErrorKind::AlreadyExists));
             }

@@ -153,10 +153,10 @@ fn stat_entries(dir: BorrowedFd<'_>, listing: &mut Listing) {
         let Ok(stat) = confined::stat_at(dir, name) else {
             continue;
         };
-        entry.modified = Some(stat.st_mtime);
-        let kind = confined::kind_of_mode(stat.st_mode);
+        entry.modified = Some(stat.mtime);
+        let kind = stat.kind();
         if matches!(kind, Kind::File | Kind::Other) {
-            entry.size = Some(u64::try_from(stat.st_size).unwrap_or(0));
+            entry.size = Some(stat.size);
         }
     }
 }

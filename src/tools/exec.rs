@@ -6,11 +6,11 @@
 //! full pipe, and each keeps at most `STREAM_CAP` bytes, so memory stays bounded. When the
 //! shell exits, whatever it left running in its process group (`sleep 1000 &`) is killed too:
 //! those processes hold the pipes open, and a command's effects should end with the command.
+//! When the server ends first, however it ends, the group's guardian kills it (`lifeline`).
 
 use std::io::Read;
 use std::os::fd::{AsFd, AsRawFd};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
-use std::path::PathBuf;
 use std::process::{Child, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -23,6 +23,8 @@ use serde_json::json;
 use crate::error::ToolError;
 use crate::policy::{Access, ResolvedPath};
 use crate::tools::{resolve_dir, Content, Ctx, Output, Structured};
+
+mod lifeline;
 
 /// Bytes kept of each stream; the rest is read and counted, not kept.
 pub const STREAM_CAP: usize = 512 * 1024;
@@ -99,23 +101,16 @@ fn working_directory(ctx: &Ctx, raw: Option<&str>) -> Result<ResolvedPath, ToolE
 #[expect(clippy::disallowed_methods, reason = "exec is where replay starts processes")]
 fn spawn(ctx: &Ctx, command: &str, cwd: &ResolvedPath) -> Result<Child, ToolError> {
     // The working directory is entered through a handle opened beneath its root, as the file
-    // tools open theirs: the child changes into `/proc/self/fd/N`, its inherited copy of the
+    // tools open theirs: the child changes into it with `fchdir` on its inherited copy of the
     // handle, so a directory swapped for a symlink after the check is not followed. Joining
-    // the commands' namespace moves it to the namespace's root, so there it enters the path
-    // again, following no symlink, and checks it is the handle's directory. (The command
+    // the commands' namespace (Linux) moves it to the namespace's root, so there it enters the
+    // path again, following no symlink, and checks it is the handle's directory. (The command
     // itself may then go anywhere its sandbox lets it.)
     let dir = cwd.open_dir().map_err(|e| ToolError::io("use working directory", &cwd.shown, e))?;
-    let via_handle = PathBuf::from(format!("/proc/self/fd/{}", dir.as_raw_fd()));
-    let enter = if via_handle.exists() {
-        via_handle
-    } else {
-        tracing::warn!("no /proc: entering the working directory by its path");
-        cwd.real.clone()
-    };
+    let handle = dir.as_raw_fd();
     let mut cmd = std::process::Command::new("/bin/sh");
     cmd.arg("-c")
         .arg(command)
-        .current_dir(&enter)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -125,11 +120,20 @@ fn spawn(ctx: &Ctx, command: &str, cwd: &ResolvedPath) -> Result<Child, ToolErro
     if let Some(tmp) = &ctx.settings.command_tmp {
         cmd.env("TMPDIR", tmp.dir());
     }
-    ctx.settings
-        .confinement
-        .apply_to(&mut cmd, &cwd.real, dir.as_fd())
-        .map_err(|e| ToolError::io("start /bin/sh", &cwd.shown, e))?;
-    cmd.spawn().map_err(|e| ToolError::io("start /bin/sh", &cwd.shown, e))
+    // SAFETY: fchdir is async-signal-safe; `handle` stays open in the parent until the spawn
+    // returns, so the child's copy is open.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::fchdir(handle) < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let failed = |e| ToolError::io("start /bin/sh", &cwd.shown, e);
+    ctx.settings.confinement.apply_to(&mut cmd, &cwd.real, dir.as_fd()).map_err(failed)?;
+    lifeline::guard(&mut cmd).map_err(failed)?;
+    cmd.spawn().map_err(failed)
 }
 
 /// When the command started, and its timeout in seconds.

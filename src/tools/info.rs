@@ -1,7 +1,5 @@
 //! get_file_info and list_allowed_directories.
 
-use std::os::unix::fs::MetadataExt;
-
 use serde::Deserialize;
 use serde_json::{json, Value};
 
@@ -24,16 +22,16 @@ pub fn get_file_info(ctx: &Ctx, args: InfoArgs) -> Result<Output, ToolError> {
     } else {
         "other"
     };
-    let modified = iso8601_utc(meta.mtime());
-    let permissions = format!("{:03o}", meta.mode() & 0o7777);
+    let modified = iso8601_utc(meta.mtime);
+    let permissions = format!("{:03o}", meta.mode & 0o7777);
     let text = format!(
         "type: {kind}\nsize: {}\nmodified: {modified}\npermissions: {permissions}",
-        meta.len()
+        meta.size
     );
     let structured = json!({
         "path": resolved.shown.to_string_lossy(),
         "type": kind,
-        "size": meta.len(),
+        "size": meta.size,
         "modified": modified,
         "permissions": permissions,
     });

@@ -1,15 +1,16 @@
 //! move_file: rename without ever overwriting, across filesystems too, through directory
-//! handles (`renameat2`), so neither end is looked up by path again.
+//! handles (`platform::rename_exclusive`), so neither end is looked up by path again.
 
 use std::io;
 use std::os::fd::AsFd;
 
 use nix::errno::Errno;
-use nix::fcntl::{renameat, renameat2, RenameFlags};
+use nix::fcntl::renameat;
 use serde::Deserialize;
 
 use crate::error::ToolError;
 use crate::fs::tree;
+use crate::platform;
 use crate::policy::confined::Slot;
 use crate::tools::{Ctx, Output};
 
@@ -47,16 +48,16 @@ pub fn move_file(ctx: &Ctx, args: MoveFileArgs) -> Result<Output, ToolError> {
     Ok(Output::text(format!("Moved {} -> {}", source.shown.display(), destination.shown.display())))
 }
 
-/// `renameat2(RENAME_NOREPLACE)`: the kernel refuses to replace an existing destination, so a
-/// file that appears between our check and the rename is not lost either. Across filesystems it
+/// `renameat2(RENAME_NOREPLACE)` (`renameatx_np(RENAME_EXCL)` on macOS): the kernel refuses to
+/// replace an existing destination, so a file that appears between our check and the rename is
+/// not lost either. Across filesystems it
 /// copies, then removes the source; `stop` can end the copy, never the removal after it.
 fn rename_no_replace(from: &Slot, to: &Slot, stop: tree::Stop<'_>) -> io::Result<()> {
     let (from_dir, to_dir) = (from.dir.as_fd(), to.dir.as_fd());
-    match renameat2(from_dir, &*from.name, to_dir, &*to.name, RenameFlags::RENAME_NOREPLACE) {
+    match platform::rename_exclusive(from_dir, &from.name, to_dir, &to.name) {
         Ok(()) => Ok(()),
         Err(Errno::EXDEV) => copy_then_remove(from, to, stop),
-        // Filesystems without RENAME_NOREPLACE support (some FUSE, older NFS).
-        Err(Errno::EINVAL) => {
+        Err(errno) if platform::cannot_rename_exclusively(errno) => {
             if to.stat()?.is_some() {
                 return Err(io::Error::from(io::ErrorKind::AlreadyExists));
             }

@@ -52,7 +52,7 @@ pub fn write_file(ctx: &Ctx, args: WriteFileArgs) -> Result<Output, ToolError> {
 /// meanwhile, whose bytes are kept.
 pub fn append(slot: &Slot, bytes: &[u8]) -> io::Result<()> {
     if let Some(stat) = slot.stat()? {
-        match confined::kind_of_mode(stat.st_mode) {
+        match stat.kind() {
             Kind::File => {}
             Kind::Dir => return Err(io::Error::from(io::ErrorKind::IsADirectory)),
             // The policy resolved every link: one here was put there since.
@@ -128,7 +128,7 @@ fn not_a_regular_file() -> io::Error {
 fn remove_if_same(dir: BorrowedFd<'_>, name: &std::ffi::OsStr, file: &File) {
     use std::os::unix::fs::MetadataExt;
     let (Ok(ours), Ok(now)) = (file.metadata(), confined::stat_at(dir, name)) else { return };
-    if ours.dev() == now.st_dev && ours.ino() == now.st_ino {
+    if ours.dev() == now.dev && ours.ino() == now.ino {
         let _ = unlinkat(dir, name, UnlinkatFlags::NoRemoveDir);
     }
 }
@@ -147,7 +147,7 @@ pub const TEMP_PREFIX: &str = ".replay-tmp.";
 /// killed servers left there (see `sweep_stale_temps`).
 pub fn atomic_write(slot: &Slot, bytes: &[u8]) -> io::Result<()> {
     let existing = match slot.stat()? {
-        Some(stat) => match confined::kind_of_mode(stat.st_mode) {
+        Some(stat) => match stat.kind() {
             Kind::Dir => return Err(io::Error::from(io::ErrorKind::IsADirectory)),
             // The policy resolved every link: one here was put there since.
             Kind::Symlink => return Err(io::Error::from(Errno::ELOOP)),
@@ -157,15 +157,15 @@ pub fn atomic_write(slot: &Slot, bytes: &[u8]) -> io::Result<()> {
     };
     let dir = slot.dir.as_fd();
     sweep_stale_temps(dir);
-    let mode = existing.map(|stat| stat.st_mode & 0o7777);
+    let mode = existing.map(|stat| stat.mode & 0o7777);
     let (tmp_name, mut tmp) = create_temp(dir, mode)?;
     let result = (|| -> io::Result<()> {
         tmp.write_all(bytes)?;
         if let Some(stat) = &existing {
             // The create mode was filtered by the umask; restore the original bits exactly.
-            tmp.set_permissions(fs::Permissions::from_mode(stat.st_mode & 0o7777))?;
+            tmp.set_permissions(fs::Permissions::from_mode(stat.mode & 0o7777))?;
             // Only root may give a file away; for anyone else this fails and the owner is theirs.
-            let _ = std::os::unix::fs::fchown(&tmp, Some(stat.st_uid), Some(stat.st_gid));
+            let _ = std::os::unix::fs::fchown(&tmp, Some(stat.uid), Some(stat.gid));
         }
         tmp.sync_all()?;
         Ok(renameat(dir, tmp_name.as_str(), dir, slot.name.as_os_str())?)
@@ -198,8 +198,8 @@ pub fn atomic_write(slot: &Slot, bytes: &[u8]) -> io::Result<()> {
 fn sweep_stale_temps(dir: BorrowedFd<'_>) {
     // One directory (device and inode) per directory written to, for the life of the process.
     static SWEPT: LazyLock<Mutex<HashSet<(u64, u64)>>> = LazyLock::new(Mutex::default);
-    let Ok(stat) = nix::sys::stat::fstat(dir) else { return };
-    let key = (stat.st_dev, stat.st_ino);
+    let Ok(stat) = confined::fstat(dir) else { return };
+    let key = (stat.dev, stat.ino);
     let first_time = SWEPT.lock().unwrap_or_else(|e| e.into_inner()).insert(key);
     if !first_time {
         return;
@@ -248,7 +248,7 @@ fn create_temp(dir: BorrowedFd<'_>, mode: Option<u32>) -> io::Result<(String, Fi
         OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
     loop {
         let name = temp_name();
-        let mode = Mode::from_bits_truncate(mode.unwrap_or(0o666));
+        let mode = crate::platform::mode(mode.unwrap_or(0o666));
         match openat(dir, name.as_str(), flags, mode) {
             Ok(fd) => return Ok((name, File::from(fd))),
             Err(Errno::EEXIST) => continue,

@@ -11,9 +11,6 @@ use std::net::TcpListener;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use landlock::{
-    Access, AccessFs, AccessNet, CompatLevel, Compatible, Ruleset, RulesetAttr, RulesetError, ABI,
-};
 use serde_json::{json, Value};
 
 use crate::harness::{path_str, Content, Response, Server, TestEnv, ToolResult};
@@ -88,12 +85,13 @@ fn check_fails(server: &mut Server, command: &str, stderr: &str) -> Run {
 }
 
 /// `command` fails to write: the read-only mount namespace refuses it first ("Read-only file
-/// system"), or Landlock ("Permission denied") where there is no namespace.
+/// system"), or Landlock ("Permission denied") where there is no namespace; on macOS, by
+/// Seatbelt ("Operation not permitted").
 #[track_caller]
 fn check_write_refused(server: &mut Server, command: &str) {
     let run = sh(server, command);
     assert_eq!(run.is_error, Some(true), "{command:?} did not fail: {run:?}");
-    let refused = ["Read-only file system", "Permission denied"];
+    let refused = ["Read-only file system", REFUSED];
     assert!(refused.iter().any(|r| run.err().contains(r)), "{command:?}: {run:?}");
 }
 
@@ -611,8 +609,14 @@ fn deny_command_rows() {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The Landlock sandbox
+// The kernel's sandbox: Landlock on Linux, Seatbelt on macOS
 // ---------------------------------------------------------------------------------------------
+
+/// How the sandbox's refusal of a file reads: Landlock's EACCES, Seatbelt's EPERM.
+#[cfg(target_os = "linux")]
+const REFUSED: &str = "Permission denied";
+#[cfg(not(target_os = "linux"))]
+const REFUSED: &str = "Operation not permitted";
 
 #[expect(clippy::print_stderr, reason = "a skipped test says why on the test output")]
 fn skip(why: &str) {
@@ -621,8 +625,13 @@ fn skip(why: &str) {
 
 /// Whether the kernel creates a Landlock ruleset handling `fs` rights (and network rights when
 /// `net`). Asks the kernel, so it also works where securityfs (`/sys/kernel/security/lsm`) is
-/// not mounted. Creating a ruleset restricts nothing.
+/// not mounted. Creating a ruleset restricts nothing. macOS always has Seatbelt.
+#[cfg(target_os = "linux")]
 fn kernel_has_landlock(net: bool) -> bool {
+    use landlock::{
+        Access, AccessFs, AccessNet, CompatLevel, Compatible, Ruleset, RulesetAttr, RulesetError,
+        ABI,
+    };
     let probe = || -> Result<(), RulesetError> {
         let ruleset = Ruleset::default()
             .set_compatibility(CompatLevel::HardRequirement)
@@ -636,10 +645,17 @@ fn kernel_has_landlock(net: bool) -> bool {
     listed.unwrap_or(true) && probe().is_ok()
 }
 
-/// True when the sandbox can be tested; otherwise says why the test is skipped.
+#[cfg(not(target_os = "linux"))]
+fn kernel_has_landlock(_net: bool) -> bool {
+    true
+}
+
+/// True when the sandbox can be tested; otherwise says why the test is skipped (and fails
+/// under CI, which must test it).
 fn landlock() -> bool {
     let has = kernel_has_landlock(false);
     if !has {
+        assert!(std::env::var_os("CI").is_none(), "CI: the kernel lacks Landlock");
         skip("kernel lacks Landlock");
     }
     has
@@ -676,13 +692,13 @@ fn sandbox_keeps_commands_out_of_everything_else() {
     assert!(!response.line.contains(env.marker()), "the secret leaked: {}", response.line);
     let run = Run::decode(&response);
     assert_eq!(run.is_error, Some(true), "{run:?}");
-    assert!(run.err().contains("Permission denied"), "{run:?}");
+    assert!(run.err().contains(REFUSED), "{run:?}");
 
     let before = env.snapshot();
     check_write_refused(s, &format!("touch {}", env.p("outside/new")));
     check_write_refused(s, &format!("mkdir {}", env.p("new_dir")));
     check_write_refused(s, &format!("rm {secret}"));
-    check_fails(s, &format!("ls {}", env.p("outside")), "Permission denied");
+    check_fails(s, &format!("ls {}", env.p("outside")), REFUSED);
     // Under the read-only root: readable, not writable.
     check_ok(s, &format!("cat {}", env.p("ro/file.txt")), "read me\n");
     check_write_refused(s, &format!("touch {}", env.p("ro/x")));
@@ -756,7 +772,7 @@ fn sandbox_read_adds_a_readable_directory_for_commands_only() {
     let s = &mut server;
     check_ok(s, &format!("cat {tools}/tool.txt"), "tool\n");
     check_write_refused(s, &format!("touch {tools}/new"));
-    check_fails(s, &format!("cat {}", env.p("outside/secret.txt")), "Permission denied");
+    check_fails(s, &format!("cat {}", env.p("outside/secret.txt")), REFUSED);
     assert_eq!(env.names("tools"), ["tool.txt"]);
     // The file tools' policy is unchanged.
     s.call_err("read_file", json!({"path": format!("{tools}/tool.txt")}), -32001);
@@ -790,6 +806,7 @@ fn deny_network_blocks_tcp_for_commands() {
         return;
     }
     if !kernel_has_landlock(true) {
+        assert!(std::env::var_os("CI").is_none(), "CI: Landlock has no network rights");
         skip("kernel's Landlock has no network rights (ABI < 4)");
         return;
     }
@@ -855,5 +872,5 @@ fn the_commands_tmpdir_is_private_emptied_at_exit_and_removed_by_the_next_server
 }
 
 fn nix_uid() -> u32 {
-    std::os::unix::fs::MetadataExt::uid(&std::fs::metadata("/proc/self").unwrap())
+    nix::unistd::geteuid().as_raw()
 }

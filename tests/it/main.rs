@@ -10,9 +10,12 @@ mod exec;
 mod fs_ops;
 mod hardening;
 mod harness;
+#[cfg(target_os = "linux")]
 mod isolation;
 mod oneshot;
 mod organise;
+#[cfg(target_os = "linux")]
+mod orphans;
 mod paging;
 mod policy;
 mod protocol;

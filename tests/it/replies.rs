@@ -497,3 +497,65 @@ fn r13_a_client_that_stops_reading_gets_backpressure_not_a_growing_queue() {
     assert!(answered_pings.values().all(|&n| n == 1), "a ping answered twice");
     assert!(last_seen, "the ping sent after the client drained was not answered");
 }
+
+/// A batch holds at most 1,000 messages: each gets a task and a reply of its own, so a 1.2 MiB
+/// line of `1   ,` elements took 386 MiB, and 20,000 `tools/list` requests in 1 MB asked for a
+/// 298 MiB reply. A longer batch is refused whole, before it is read into values, and costs
+/// what its line does.
+/// See: issue #13, item 2 (the attacker's D1).
+#[test]
+fn r13_a_batch_holds_at_most_a_thousand_messages() {
+    let env = TestEnv::new(&[], &[]);
+    let mut server = Server::start(&env);
+    let ping = request_line("1", "ping", &json!({}));
+    server.send_raw(&format!("[{}]", vec![ping.as_str(); 1000].join(",")));
+    let line = server.next_raw_line();
+    assert_eq!(elements_of(&line).len(), 1000, "{line:.300}");
+    let before = proc_status_bytes(server.pid(), "VmHWM");
+    for line in [
+        format!("[{}]", vec![ping.as_str(); 1001].join(",")),
+        format!("[{}1]", "1   ,".repeat(250_000)),
+        format!(
+            "[{}]",
+            vec![r#"{"jsonrpc":"2.0","id":7,"method":"tools/list"}"#; 20_000].join(",")
+        ),
+    ] {
+        server.send_raw(&line);
+        let reply = server.next_message();
+        assert_eq!(reply.error().code, -32600, "{}", reply.line);
+        assert!(reply.error().message.contains("at most 1000"), "{}", reply.line);
+    }
+    let grew = proc_status_bytes(server.pid(), "VmHWM").saturating_sub(before);
+    report(&format!("batches over the bound: peak RSS grew {}", mib(grew)));
+    assert!(grew < 16 << 20, "peak RSS grew {}", mib(grew));
+    assert_eq!(server.request("ping", json!({})).result(), &json!({}));
+}
+
+/// At most four calls that read data into memory run at once; the rest wait in arrival order.
+/// A batch of 100 `read_file`s of an 8 MiB file (one 30-byte element each) held every file at
+/// once before (the attacker's 200 reads of 16 MiB took 3.26 GiB); now about four of them,
+/// and the batch's reply is cut at the cap.
+/// See: issue #13, item 2 (the attacker's D2).
+#[test]
+fn r13_calls_that_hold_data_run_a_few_at_a_time() {
+    const FILE: usize = 8 << 20;
+    let env = TestEnv::new(&[], &[]);
+    env.write("root/lines.txt", b"abcdefghi\n".repeat(FILE / 10));
+    let mut server = Server::start(&env);
+    let path = env.p("root/lines.txt");
+    let calls: Vec<String> =
+        (0..100).map(|i| call_line(&i.to_string(), "read_file", json!({"path": path}))).collect();
+    server.send_raw(&format!("[{}]", calls.join(",")));
+    let line = server.next_line_within(std::time::Duration::from_secs(120));
+    assert!(line.len() <= MAX_REPLY_BYTES, "a reply line of {} bytes", line.len());
+    let replies = elements_of(&line);
+    assert_eq!(replies.len(), 100, "{line:.300}");
+    let whole = replies.iter().filter(|r| r.contains(r#""result":"#)).count();
+    assert_eq!(whole, 3, "three 8.8 MiB replies fit in 32 MiB");
+    let peak = proc_status_bytes(server.pid(), "VmHWM");
+    report(&format!("100 batched reads of 8 MiB: peak RSS {}", mib(peak)));
+    // Four calls' file and reply, the batch's kept replies, and the rest of the process.
+    let bound = (MAX_REPLY_BYTES + 4 * 3 * FILE) as u64 + (64 << 20);
+    assert!(peak < bound, "peak RSS {} over {}", mib(peak), mib(bound));
+    assert_eq!(server.request("ping", json!({})).result(), &json!({}));
+}

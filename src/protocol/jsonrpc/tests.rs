@@ -5,7 +5,7 @@ use super::*;
 #[track_caller]
 fn check(input: &str, expect: &str) {
     let got = match parse(input.as_bytes()) {
-        Err(e) => format!("parse error {}", e.code),
+        Err((_, e)) => format!("parse error {}", e.code),
         Ok(Incoming::Batch(elements)) => {
             let each: Vec<String> = elements.into_iter().map(describe).collect();
             format!("batch [{}]", each.join(", "))
@@ -100,7 +100,7 @@ fn deep_nesting_is_a_parse_error() {
         format!(r#"{{"jsonrpc":"2.0","id":1,"method":"ping","other":{deep}}}"#),
         format!(r#"[{{"jsonrpc":"2.0","id":1,"method":"ping"}},{deep}]"#),
     ] {
-        let Err(e) = parse(line.as_bytes()) else { panic!("parsed: {line}") };
+        let Err((_, e)) = parse(line.as_bytes()) else { panic!("parsed: {line}") };
         assert_eq!(e.code, PARSE_ERROR);
         assert!(e.message.contains("recursion"), "{}", e.message);
     }
@@ -135,4 +135,53 @@ fn cancelled_ids_and_progress_tokens_are_read_as_sent() {
         assert_eq!(token(line).as_deref(), Some(back), "{sent}");
     }
     assert_eq!(token(r#"{"jsonrpc":"2.0","id":1,"method":"x","params":{}}"#), None);
+}
+
+#[track_caller]
+fn check_cost(text: &str, expect: usize) {
+    assert_eq!(read_cost(text.as_bytes()).bytes, expect, "{text}");
+}
+
+#[test]
+fn read_costs() {
+    check_cost("", 0);
+    check_cost("0", 0);
+    check_cost(r#""abc""#, 3);
+    check_cost(r#""a\"b""#, 2);
+    // A line that is an array is a batch: each of its messages costs `BATCH_ELEMENT` more.
+    check_cost("[0,0,0]", 32 + 64 + 2 * 64 + 3 * BATCH_ELEMENT);
+    check_cost(r#"{"x":[0,0,0]}"#, 640 + 64 + 1 + 64 + 32 + 64 + 2 * 64);
+    assert_eq!(read_cost(br#" [{"a":[1,2]},{},3]"#).elements, 3);
+    assert_eq!(read_cost(br#"{"a":[1,2]}"#).elements, 0);
+    check_cost(r#"{"a":0}"#, 640 + 64 + 1 + 64);
+    // Brackets, commas and colons inside strings are text, not structure.
+    check_cost(r#""{[,:]}""#, 6);
+    check_cost(r#"{"k":"{,}"}"#, 640 + 64 + 1 + 64 + 3);
+    assert_eq!(read_cost(br#"[[],{"a":[[0]]}]"#).depth, 4);
+    assert_eq!(read_cost(br#"["[[[["]"#).depth, 1);
+}
+
+/// A line made of tiny objects is refused before it is read into values, answered with its id;
+/// a line as big made of strings is read.
+#[test]
+fn costly_lines_are_refused_with_their_id() {
+    let objects = "{\"a\":0},".repeat(200_000);
+    let line = format!(
+        r#"{{"jsonrpc":"2.0","id":"big","method":"tools/call","params":{{"name":"edit_file","arguments":{{"x":[{objects}0]}}}}}}"#
+    );
+    let Err((id, error)) = parse(line.as_bytes()) else { panic!("read a costly line") };
+    assert_eq!((id.as_json(), error.code), (r#""big""#, INVALID_REQUEST), "{}", error.message);
+    assert!(error.message.contains("send fewer items"), "{}", error.message);
+    let text = "x".repeat(4 << 20);
+    let line = format!(r#"{{"jsonrpc":"2.0","id":1,"method":"ping","params":{{"t":"{text}"}}}}"#);
+    assert!(parse(line.as_bytes()).is_ok());
+    // Nested too deep after the costly part: refused for its depth, before anything is read.
+    let deep = format!("[{objects}{}{}]", "[".repeat(200), "]".repeat(200));
+    let Err((_, error)) = parse(deep.as_bytes()) else { panic!("read a deep line") };
+    assert_eq!(error.code, PARSE_ERROR, "{}", error.message);
+    assert!(error.message.contains("201 levels"), "{}", error.message);
+    // A batch has no one id to answer with.
+    let batch = format!("[{line},{{\"a\":[{objects}0]}}]");
+    let Err((id, error)) = parse(batch.as_bytes()) else { panic!("read a costly batch") };
+    assert_eq!((id.as_json(), error.code), ("null", INVALID_REQUEST));
 }

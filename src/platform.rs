@@ -1,0 +1,144 @@
+//! The system calls that differ between Linux and macOS below the policy, one item per concern,
+//! chosen at compile time (`cfg(target_os)`). The rest of the crate is written against these.
+//!
+//! Larger concerns have their own modules: opening beneath a root (`policy::confined`'s
+//! `openat2` and `components` backends), the sandbox (`sandbox`: Landlock and its layers on
+//! Linux, Seatbelt on macOS), and a command's process group (`tools::exec::lifeline`).
+
+use std::ffi::OsStr;
+use std::io;
+use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
+use std::path::PathBuf;
+
+use nix::errno::Errno;
+use nix::fcntl::OFlag;
+use nix::sys::stat::Mode;
+
+/// Flags for a handle on a directory that is only looked up in (`openat` and the other `*at`
+/// calls), never read: Linux's `O_PATH`, which needs no permission on the directory itself, or
+/// macOS's `O_SEARCH`, which needs search (execute) permission. Either way the lookups below
+/// need search permission, so a directory the user can search but not read (mode 0311) gives a
+/// handle on both, and one the user cannot search gives nothing useful on either.
+#[cfg(target_os = "linux")]
+pub const DIR_HANDLE: OFlag = OFlag::O_PATH.union(OFlag::O_DIRECTORY);
+#[cfg(target_os = "macos")]
+pub const DIR_HANDLE: OFlag = OFlag::O_SEARCH;
+
+/// Added to every open of one name beneath a root: macOS's `O_NOFOLLOW_ANY` (macOS 11) refuses
+/// a symlink in any component. For the single names `policy::confined` opens it adds nothing
+/// to `O_NOFOLLOW`; it is there so that no later change can make an open follow a link.
+#[cfg(target_os = "linux")]
+pub const NOFOLLOW_ANY: OFlag = OFlag::empty();
+#[cfg(target_os = "macos")]
+pub const NOFOLLOW_ANY: OFlag = OFlag::from_bits_retain(libc::O_NOFOLLOW_ANY);
+
+/// Where the open file `fd` is now: Linux reads `/proc/self/fd/N`, macOS asks `F_GETPATH`.
+/// Fails where the OS cannot say (no `/proc`).
+#[cfg(target_os = "linux")]
+pub fn fd_path(fd: BorrowedFd<'_>) -> io::Result<PathBuf> {
+    std::fs::read_link(format!("/proc/self/fd/{}", fd.as_raw_fd()))
+}
+
+/// Where the open file `fd` is now: Linux reads `/proc/self/fd/N`, macOS asks `F_GETPATH`.
+/// Fails where the OS cannot say.
+#[cfg(target_os = "macos")]
+pub fn fd_path(fd: BorrowedFd<'_>) -> io::Result<PathBuf> {
+    use std::os::unix::ffi::OsStrExt;
+    // Not nix's `F_GETPATH`, which panics on a path that is not UTF-8.
+    let mut buf = [0u8; libc::PATH_MAX as usize];
+    // SAFETY: F_GETPATH writes at most PATH_MAX bytes, NUL included, into `buf`.
+    if unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GETPATH, buf.as_mut_ptr()) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let len = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    Ok(PathBuf::from(OsStr::from_bytes(&buf[..len])))
+}
+
+/// Renames `from` in `from_dir` to `to` in `to_dir` unless `to` exists (`EEXIST`), in one
+/// system call, so an entry that appears meanwhile is not replaced: Linux's
+/// `renameat2(RENAME_NOREPLACE)`, macOS's `renameatx_np(RENAME_EXCL)`. A filesystem that cannot
+/// do it answers `EINVAL` (Linux) or `ENOTSUP` (macOS); see [`cannot_rename_exclusively`].
+#[cfg(target_os = "linux")]
+pub fn rename_exclusive(
+    from_dir: BorrowedFd<'_>,
+    from: &OsStr,
+    to_dir: BorrowedFd<'_>,
+    to: &OsStr,
+) -> nix::Result<()> {
+    use nix::fcntl::{renameat2, RenameFlags};
+    renameat2(from_dir, from, to_dir, to, RenameFlags::RENAME_NOREPLACE)
+}
+
+/// Renames `from` in `from_dir` to `to` in `to_dir` unless `to` exists (`EEXIST`), in one
+/// system call: Linux's `renameat2(RENAME_NOREPLACE)`, macOS's `renameatx_np(RENAME_EXCL)`.
+#[cfg(target_os = "macos")]
+pub fn rename_exclusive(
+    from_dir: BorrowedFd<'_>,
+    from: &OsStr,
+    to_dir: BorrowedFd<'_>,
+    to: &OsStr,
+) -> nix::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let from = std::ffi::CString::new(from.as_bytes()).map_err(|_| Errno::EINVAL)?;
+    let to = std::ffi::CString::new(to.as_bytes()).map_err(|_| Errno::EINVAL)?;
+    // SAFETY: both names are NUL-terminated and outlive the call; the handles are open.
+    let rc = unsafe {
+        libc::renameatx_np(
+            from_dir.as_raw_fd(),
+            from.as_ptr(),
+            to_dir.as_raw_fd(),
+            to.as_ptr(),
+            libc::RENAME_EXCL,
+        )
+    };
+    Errno::result(rc).map(drop)
+}
+
+/// Whether `errno` from [`rename_exclusive`] means the filesystem cannot rename exclusively
+/// (some FUSE filesystems, older NFS), so the caller checks and renames plainly instead.
+pub fn cannot_rename_exclusively(errno: Errno) -> bool {
+    matches!(errno, Errno::EINVAL | Errno::ENOTSUP)
+}
+
+/// A pipe whose ends are closed at `exec`. Linux makes it so in one call (`pipe2`); macOS has
+/// no `pipe2`, so there a process another thread forks at that instant could inherit the ends
+/// until its `exec` (replay makes these pipes before it starts any command).
+#[cfg(target_os = "linux")]
+pub fn pipe_cloexec() -> nix::Result<(OwnedFd, OwnedFd)> {
+    nix::unistd::pipe2(OFlag::O_CLOEXEC)
+}
+
+/// A pipe whose ends are closed at `exec`.
+#[cfg(target_os = "macos")]
+pub fn pipe_cloexec() -> nix::Result<(OwnedFd, OwnedFd)> {
+    use nix::fcntl::{fcntl, FcntlArg, FdFlag};
+    let (read, write) = nix::unistd::pipe()?;
+    for fd in [&read, &write] {
+        fcntl(fd, FcntlArg::F_SETFD(FdFlag::FD_CLOEXEC))?;
+    }
+    Ok((read, write))
+}
+
+/// Permission bits as `Mode`, whose width is the OS's `mode_t` (32 bits on Linux, 16 on macOS).
+pub fn mode(bits: u32) -> Mode {
+    Mode::from_bits_truncate(bits as libc::mode_t)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::fd::AsFd;
+
+    #[test]
+    fn fd_path_names_an_open_directory() {
+        let dir = std::env::temp_dir().canonicalize().unwrap();
+        let fd = nix::fcntl::open(&dir, DIR_HANDLE | OFlag::O_CLOEXEC, Mode::empty()).unwrap();
+        assert_eq!(fd_path(fd.as_fd()).unwrap(), dir);
+    }
+
+    #[test]
+    fn mode_keeps_permission_bits() {
+        assert_eq!(mode(0o100_755).bits() & 0o7777, 0o755);
+        assert_eq!(mode(0o4711).bits(), 0o4711);
+    }
+}

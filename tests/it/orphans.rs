@@ -1,0 +1,157 @@
+//! Commands do not outlive the server, however it ends: SIGTERM, SIGKILL, or the end of its
+//! stdin, for a server and for `replay call`. Each row runs a command that leaves processes in
+//! its process group (a background job, a job of a subshell that already exited), ends replay
+//! while they run, and then looks through `/proc` for any of them. A process that leaves the
+//! group (`setsid`) is not covered (SECURITY.md says so).
+//!
+//! See: issue #14 (before it, a server ended by SIGTERM or SIGKILL left `sleep 77 & sleep 78`
+//! running).
+
+use std::fs;
+use std::process::{Command, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+use serde_json::json;
+
+use crate::harness::{self, Server, TestEnv};
+
+/// A `sleep` duration no other process on the machine uses, to find this row's processes by:
+/// the test process's pid spread over a range no one sleeps for.
+fn marker(row: u32) -> String {
+    format!("{}", 7_000_000 + (std::process::id() % 100_000) * 10 + row)
+}
+
+/// `sleep N` processes alive (not zombies) for each of `markers`, by `/proc/<pid>/cmdline`.
+fn running(markers: &[String]) -> Vec<(u32, String)> {
+    let Ok(entries) = fs::read_dir("/proc") else { return Vec::new() };
+    let mut found = Vec::new();
+    for entry in entries.flatten() {
+        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<u32>().ok()) else {
+            continue;
+        };
+        let Ok(cmdline) = fs::read(format!("/proc/{pid}/cmdline")) else { continue };
+        let args: Vec<&[u8]> = cmdline.split(|&b| b == 0).collect();
+        let zombie = fs::read_to_string(format!("/proc/{pid}/stat"))
+            .ok()
+            .and_then(|stat| {
+                stat.rsplit_once(')').map(|(_, rest)| rest.trim_start().starts_with('Z'))
+            })
+            .unwrap_or(true);
+        for marker in markers {
+            if !zombie
+                && args.first().is_some_and(|a| a.ends_with(b"sleep"))
+                && args.get(1) == Some(&marker.as_bytes())
+            {
+                found.push((pid, marker.clone()));
+            }
+        }
+    }
+    found
+}
+
+/// Waits until every marker has a running process (the command got going).
+#[track_caller]
+fn wait_running(markers: &[String]) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let found = running(markers);
+        if markers.iter().all(|m| found.iter().any(|(_, f)| f == m)) {
+            return;
+        }
+        assert!(Instant::now() < deadline, "the command's processes never all ran: {found:?}");
+        thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Asserts that within 5 s no process of `markers` is left, killing any that is, so that a
+/// failing row leaves nothing behind either.
+#[track_caller]
+fn assert_none_left(what: &str, markers: &[String]) {
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let found = running(markers);
+        if found.is_empty() {
+            return;
+        }
+        if Instant::now() >= deadline {
+            for (pid, _) in &found {
+                let _ = kill(Pid::from_raw(*pid as i32), Signal::SIGKILL);
+            }
+            panic!("{what}: the command's processes outlived replay: {found:?}");
+        }
+        thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The command of a row: a background job, a job left by a subshell that already exited, and
+/// the foreground job the shell waits for.
+fn command(markers: &[String]) -> String {
+    format!("sleep {} & (sleep {} &); sleep {}", markers[0], markers[1], markers[2])
+}
+
+fn markers(row: u32) -> Vec<String> {
+    (0..3).map(|i| marker(row * 3 + i)).collect()
+}
+
+/// A server running the row's command, ended by `signal`.
+fn server_killed_by(signal: Signal, row: u32) {
+    let env = TestEnv::new(&[], &[]);
+    let markers = markers(row);
+    let mut server = Server::start(&env);
+    let args = json!({"command": command(&markers), "timeout": 60});
+    server.send(&json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+        "params": {"name": "execute_command", "arguments": args}}));
+    wait_running(&markers);
+    kill(Pid::from_raw(server.pid() as i32), signal).expect("signalling replay");
+    drop(server);
+    assert_none_left(&format!("server ended by {signal}"), &markers);
+}
+
+#[test]
+fn r14_commands_die_when_the_server_gets_sigterm() {
+    server_killed_by(Signal::SIGTERM, 0);
+}
+
+#[test]
+fn r14_commands_die_when_the_server_gets_sigkill() {
+    server_killed_by(Signal::SIGKILL, 1);
+}
+
+/// At the end of stdin the server answers what it received, the command included (here cut by
+/// its deadline), and exits; nothing it started stays.
+#[test]
+fn r14_commands_die_when_the_server_reaches_the_end_of_stdin() {
+    let env = TestEnv::new(&[], &[]);
+    let markers = markers(2);
+    let mut server = Server::start(&env);
+    let args = json!({"command": command(&markers), "timeout": 2});
+    server.send(&json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+        "params": {"name": "execute_command", "arguments": args}}));
+    wait_running(&markers);
+    let (replies, status) = server.finish();
+    assert!(status.success(), "{status:?}");
+    assert_eq!(replies.len(), 1, "{replies:?}");
+    assert!(replies[0].line.contains("timed out"), "{}", replies[0].line);
+    assert_none_left("server at the end of stdin", &markers);
+}
+
+/// `replay call execute_command` ended by SIGKILL, which it cannot catch.
+#[test]
+fn r14_commands_die_when_replay_call_gets_sigkill() {
+    let env = TestEnv::new(&[], &[]);
+    let markers = markers(3);
+    let args = json!({"command": command(&markers), "timeout": 60}).to_string();
+    let mut cmd: Command = harness::replay_command();
+    cmd.args(["call", "execute_command", &args, "--allow", &env.p("root")])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let mut child = cmd.spawn().expect("starting replay call");
+    wait_running(&markers);
+    kill(Pid::from_raw(child.id() as i32), Signal::SIGKILL).expect("signalling replay");
+    let _ = child.wait();
+    assert_none_left("replay call ended by SIGKILL", &markers);
+}
