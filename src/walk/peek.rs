@@ -10,7 +10,7 @@
 
 use std::ffi::OsStr;
 use std::io;
-use std::os::fd::{AsRawFd, BorrowedFd};
+use std::os::fd::BorrowedFd;
 
 use crate::policy::confined::Kind;
 
@@ -21,6 +21,7 @@ pub fn has_entry(
     dir: BorrowedFd<'_>,
     mut admit: impl FnMut(&OsStr, Kind) -> bool,
 ) -> io::Result<bool> {
+    use std::os::fd::AsRawFd;
     use std::os::unix::ffi::OsStrExt;
     let mut buf = vec![0u8; 1024];
     loop {
@@ -47,7 +48,7 @@ pub fn has_entry(
                 Some(kind) => kind,
                 // The filesystem does not say (DT_UNKNOWN): ask.
                 None => match crate::policy::confined::stat_at(dir, name) {
-                    Ok(stat) => crate::policy::confined::kind_of_mode(stat.st_mode),
+                    Ok(stat) => crate::policy::confined::kind_of_mode(stat.mode),
                     Err(_) => continue,
                 },
             };

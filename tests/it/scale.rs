@@ -85,13 +85,16 @@ fn r16_search_and_glob_keep_depth_first_order_on_tricky_names() {
     }
     let files: Vec<String> =
         entries.iter().filter(|(_, file)| *file).map(|(rel, _)| full(rel)).collect();
-    let text = server.call_text("glob_search", json!({"directory": root, "globs": ["**"], "max": 0}));
+    let text =
+        server.call_text("glob_search", json!({"directory": root, "globs": ["**"], "max": 0}));
     assert_eq!(listed(&text), files);
     // A small max: each walker thread cuts its matches to the first few as it goes, and the
     // first overall must survive that, whichever thread found them.
     for max in [1, 7, 40, 200] {
-        let reply = server
-            .call_text("glob_search", json!({"directory": root, "globs": ["**/*.txt"], "max": max}));
+        let reply = server.call_text(
+            "glob_search",
+            json!({"directory": root, "globs": ["**/*.txt"], "max": max}),
+        );
         assert_eq!(listed(&reply), files[..max], "max {max}");
         assert!(reply.ends_with("or raise max (0 = unlimited)]"), "max {max}: {reply}");
     }
@@ -137,8 +140,10 @@ impl Expected {
 
     fn node(&self, name: &str, rel: &str, level: usize, max: usize) -> Value {
         let below = |path: &str| rel.is_empty() || path.starts_with(&format!("{rel}/"));
-        let is_child = |(path, _, l): &&(String, &str, usize)| *l == level + 1 && parent(path) == rel;
-        let mut shown: Vec<&(String, &str, usize)> = self.order[..max].iter().filter(is_child).collect();
+        let is_child =
+            |(path, _, l): &&(String, &str, usize)| *l == level + 1 && parent(path) == rel;
+        let mut shown: Vec<&(String, &str, usize)> =
+            self.order[..max].iter().filter(is_child).collect();
         shown.sort_by_key(|(path, _, _)| depth_first_key(path));
         let partial = self.order[max..].iter().any(|entry| is_child(&entry));
         if level == self.depth || (partial && shown.is_empty()) {
@@ -181,7 +186,8 @@ fn r16_directory_tree_cut_anywhere_shows_the_first_entries_breadth_first() {
             let got: Value = serde_json::from_str(&texts[0]).expect("JSON");
             assert_eq!(got, expected.tree("t", max), "{args}");
             if max < n {
-                let note = format!("[truncated: {max} entries shown (maxEntries), the shallowest first");
+                let note =
+                    format!("[truncated: {max} entries shown (maxEntries), the shallowest first");
                 assert!(texts[1].starts_with(&note), "{args}: {}", texts[1]);
             } else {
                 assert_eq!(texts.len(), 1, "{args}: {texts:?}");
@@ -206,7 +212,8 @@ fn r16_a_cut_tree_tells_empty_directories_from_cut_ones_as_the_walk_sees_them() 
     let args = json!({"path": env.p("root/t"), "maxEntries": 5, "excludeGlobs": ["*.log"]});
     let reply = server.call("directory_tree", args);
     let got: Value = serde_json::from_str(&reply.texts()[0]).expect("JSON");
-    let cut = |name: &str| json!({"name": name, "type": "directory", "children": [], "truncated": true});
+    let cut =
+        |name: &str| json!({"name": name, "type": "directory", "children": [], "truncated": true});
     let empty = |name: &str| json!({"name": name, "type": "directory", "children": []});
     let expected = json!({"name": "t", "type": "directory", "children": [
         cut("a"), empty("b"), empty("c"), cut("d"), {"name": "e.txt", "type": "file"}
