@@ -220,3 +220,96 @@ fn r16_a_cut_tree_tells_empty_directories_from_cut_ones_as_the_walk_sees_them() 
     ], "truncated": true});
     assert_eq!(got, expected);
 }
+
+/// A cut tree reads no more of the tree than it shows: with `maxEntries` 3 over a root of four
+/// directories, no directory two levels down is opened, however much lies there (inotify sees
+/// every open and read of a directory). The same watch sees them opened by the whole tree,
+/// so it is not blind.
+#[cfg(target_os = "linux")]
+#[test]
+fn r16_a_cut_tree_opens_no_directory_below_what_it_shows() {
+    let env = TestEnv::new(&[], &[]);
+    let mut deep = Vec::new();
+    for d in 0..4 {
+        for s in 0..4 {
+            let rel = format!("root/t/d{d}/s{s}");
+            for f in 0..5 {
+                env.write(&format!("{rel}/f{f}.txt"), "x");
+            }
+            deep.push(env.path(&rel));
+        }
+    }
+    let watch = DirWatch::new(&deep);
+    let mut server = Server::start(&env);
+    let cut = server.call("directory_tree", json!({"path": env.p("root/t"), "maxEntries": 3}));
+    let got: Value = serde_json::from_str(&cut.texts()[0]).expect("JSON");
+    assert_eq!(got["children"].as_array().map(Vec::len), Some(3), "{got}");
+    assert_eq!(watch.touched(), Vec::<String>::new(), "directories below the cut were read");
+    server.call("directory_tree", json!({"path": env.p("root/t")}));
+    assert_eq!(watch.touched().len(), deep.len(), "the whole tree reads every directory");
+}
+
+/// An inotify watch for opens and reads of some directories.
+#[cfg(target_os = "linux")]
+struct DirWatch {
+    fd: std::os::fd::OwnedFd,
+    names: std::collections::HashMap<i32, String>,
+}
+
+#[cfg(target_os = "linux")]
+impl DirWatch {
+    fn new(dirs: &[std::path::PathBuf]) -> DirWatch {
+        use std::os::fd::FromRawFd;
+        use std::os::unix::ffi::OsStrExt;
+        // SAFETY: plain syscalls; the descriptor is owned from here on.
+        let fd = unsafe { libc::inotify_init1(libc::IN_NONBLOCK | libc::IN_CLOEXEC) };
+        assert!(fd >= 0, "inotify_init1: {}", std::io::Error::last_os_error());
+        let fd = unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) };
+        let mut names = std::collections::HashMap::new();
+        for dir in dirs {
+            let c = std::ffi::CString::new(dir.as_os_str().as_bytes()).expect("no NUL");
+            // SAFETY: `c` is a NUL-terminated path that lives across the call.
+            let wd = unsafe {
+                libc::inotify_add_watch(
+                    std::os::fd::AsRawFd::as_raw_fd(&fd),
+                    c.as_ptr(),
+                    libc::IN_OPEN | libc::IN_ACCESS,
+                )
+            };
+            assert!(wd >= 0, "inotify_add_watch: {}", std::io::Error::last_os_error());
+            names.insert(wd, path_str(dir));
+        }
+        DirWatch { fd, names }
+    }
+
+    /// The watched directories opened or read since the last call, each once, sorted.
+    fn touched(&self) -> Vec<String> {
+        let mut seen = std::collections::BTreeSet::new();
+        let mut buf = vec![0u8; 64 * 1024];
+        loop {
+            // SAFETY: the kernel writes at most `buf.len()` bytes into `buf`.
+            let n = unsafe {
+                libc::read(
+                    std::os::fd::AsRawFd::as_raw_fd(&self.fd),
+                    buf.as_mut_ptr().cast(),
+                    buf.len(),
+                )
+            };
+            let Ok(n) = usize::try_from(n) else { break };
+            if n == 0 {
+                break;
+            }
+            let mut at = 0;
+            while at + 16 <= n {
+                // struct inotify_event: wd (i32), mask, cookie, len (u32), then len name bytes.
+                let wd = i32::from_ne_bytes(buf[at..at + 4].try_into().expect("4 bytes"));
+                let len = u32::from_ne_bytes(buf[at + 12..at + 16].try_into().expect("4 bytes"));
+                if let Some(name) = self.names.get(&wd) {
+                    seen.insert(name.clone());
+                }
+                at += 16 + len as usize;
+            }
+        }
+        seen.into_iter().collect()
+    }
+}
