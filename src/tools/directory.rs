@@ -7,6 +7,7 @@
 
 use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::ffi::OsStrExt;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::Deserialize;
 
@@ -17,7 +18,7 @@ use crate::reply_size::{escaped_text_len, push_json_string, Budget, REPLY_NAME};
 use crate::tools::info::iso8601_utc;
 use crate::tools::write::TEMP_PREFIX;
 use crate::tools::{Content, Ctx, Output, Structured};
-use crate::walk::{levels, EntryKind, Exclude, Tally, WalkOptions};
+use crate::walk::{self, levels, EntryKind, Exclude, Tally, WalkOptions};
 
 #[derive(Deserialize)]
 pub struct PathArgs {
@@ -356,6 +357,27 @@ pub fn directory_tree(ctx: &Ctx, args: TreeArgs) -> Result<Output, ToolError> {
             stack.push(levels.children(Some(i)));
         }
     }
+    // A tree cut by the reply's bound says of how many entries, as it did when the whole tree
+    // was held: a second walk counts them, holding nothing (the million-file tree: about as
+    // long as `find`, and no memory). A tree cut by maxEntries is not counted: its cost is to
+    // follow the cap, whatever lies below.
+    let total = match keep.cut {
+        Some(Bound::Reply) => {
+            let count = AtomicU64::new(0);
+            let count_ref = &count;
+            walk::visit(&resolved, &options, || {
+                move |_| {
+                    count_ref.fetch_add(1, Ordering::Relaxed);
+                }
+            })
+            .map_err(|e| ToolError::io("read directory", &resolved.shown, e))?;
+            if ctx.cancel.is_cancelled() {
+                return Err(ToolError::Cancelled);
+            }
+            Some(count.into_inner())
+        }
+        _ => None,
+    };
     let mut notes = Vec::new();
     if let Some(cut) = keep.cut {
         let marks = match args.format {
@@ -363,9 +385,10 @@ pub fn directory_tree(ctx: &Ctx, args: TreeArgs) -> Result<Output, ToolError> {
             TreeFormat::Text => "a directory marked ... has entries not shown",
         };
         let n = levels.nodes.len();
+        let total = total.unwrap_or_default().max(n as u64);
         notes.push(match cut {
             Bound::Reply => format!(
-                "[truncated: {n} entries shown (all that fit the reply's {REPLY_NAME} bound), \
+                "[truncated: {n} of {total} entries shown (all that fit the reply's {REPLY_NAME} bound), \
                  the shallowest first; {marks}; call directory_tree on a subdirectory for more]"
             ),
             Bound::MaxEntries => format!(
