@@ -313,3 +313,32 @@ impl DirWatch {
         seen.into_iter().collect()
     }
 }
+
+/// Many directories shown but not read (peeked into on several threads): each is marked by
+/// what it holds, whichever thread looked, and the order stays the walk's.
+#[test]
+fn r16_a_cut_tree_marks_each_of_hundreds_of_peeked_directories() {
+    let env = TestEnv::new(&[], &[]);
+    let mut expected = Vec::new();
+    for i in 0..300 {
+        let name = format!("d{i:03}");
+        match i % 3 {
+            0 => env.mkdir(&format!("root/t/{name}")),
+            1 => env.write(&format!("root/t/{name}/x.log"), "left out"),
+            _ => env.write(&format!("root/t/{name}/x.txt"), "shown"),
+        }
+        let node = if i % 3 == 2 {
+            json!({"name": name, "type": "directory", "children": [], "truncated": true})
+        } else {
+            json!({"name": name, "type": "directory", "children": []})
+        };
+        expected.push(node);
+    }
+    let mut server = Server::start(&env);
+    let args = json!({"path": env.p("root/t"), "maxEntries": 300, "excludeGlobs": ["*.log"]});
+    let reply = server.call("directory_tree", args);
+    let got: Value = serde_json::from_str(&reply.texts()[0]).expect("JSON");
+    let expected =
+        json!({"name": "t", "type": "directory", "children": expected, "truncated": true});
+    assert_eq!(got, expected);
+}
