@@ -81,7 +81,9 @@ fn restrict(
             DEV_WRITE,
             (read | AccessFs::WriteFile) & AccessFs::from_file(ABI_WANTED),
         ))?
-        .add_rules(rules(DEV_DIRS, all))?
+        // No device ioctls on terminals: with them a command could push keystrokes into the
+        // user's terminal (TIOCSTI) or change its settings. Opening, reading and writing stay.
+        .add_rules(rules(DEV_DIRS, all & !BitFlags::from(AccessFs::IoctlDev)))?
         .add_rules(rules(child_tmp, all))?
         .add_rules(rules(read_only.iter().map(|r| &r.path), read))?
         .add_rules(rules(read_write.iter().map(|r| &r.path), all))?

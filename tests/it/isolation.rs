@@ -50,7 +50,7 @@ const NOBODY: u32 = 65534;
 /// True when `what` is there. Under `CI=true` a missing capability fails the test; elsewhere
 /// the test is skipped, saying why on stderr.
 #[expect(clippy::print_stderr, reason = "a skipped test says why on the test output")]
-fn available(what: &str, present: bool) -> bool {
+pub(crate) fn available(what: &str, present: bool) -> bool {
     if present {
         return true;
     }
@@ -60,7 +60,7 @@ fn available(what: &str, present: bool) -> bool {
     false
 }
 
-fn is_root() -> bool {
+pub(crate) fn is_root() -> bool {
     nix::unistd::geteuid().is_root()
 }
 
@@ -73,14 +73,14 @@ fn ids(user: User) -> (u32, u32) {
 }
 
 /// An executable `name` from the usual system directories: the tests do not rely on `PATH`.
-fn system_program(name: &str) -> Option<PathBuf> {
+pub(crate) fn system_program(name: &str) -> Option<PathBuf> {
     ["/usr/bin", "/bin", "/usr/sbin", "/sbin"]
         .iter()
         .map(|dir| Path::new(dir).join(name))
         .find(|path| path.exists())
 }
 
-fn kernel_has_landlock() -> bool {
+pub(crate) fn kernel_has_landlock() -> bool {
     use landlock::{Access, AccessFs, CompatLevel, Compatible, Ruleset, RulesetAttr, ABI};
     Ruleset::default()
         .set_compatibility(CompatLevel::HardRequirement)

@@ -7,6 +7,8 @@ mod cli;
 mod deep;
 mod edit;
 mod exec;
+#[cfg(target_os = "linux")]
+mod fence;
 mod fs_ops;
 mod hardening;
 mod harness;
