@@ -12,7 +12,9 @@ use std::os::unix::process::CommandExt;
 use serde_json::json;
 
 use crate::harness::{path_str, replay_command, Server, TestEnv};
-use crate::isolation::{available, is_root, system_program};
+use crate::isolation::{
+    available, give, ids, is_root, kernel_has_landlock, privileges, system_program, User,
+};
 
 /// The command's output: every text item of the reply, joined.
 fn run(server: &mut Server, command: &str) -> String {
@@ -144,4 +146,98 @@ fn r13_commands_cannot_push_keystrokes_into_a_terminal() {
 #[test]
 fn r13_commands_cannot_push_keystrokes_into_a_terminal_seccomp() {
     keystrokes_rows(true);
+}
+
+// ---------------------------------------------------------------------------------------------
+// E2/D4: commands tracing, reading or signalling the server
+// ---------------------------------------------------------------------------------------------
+
+/// Tries, against the process `argv[1]`: ptrace attach, reading and writing its memory, taking
+/// its descriptor 0 (the protocol stream), and signals 0 and SIGSTOP. Prints one line each:
+/// `ALLOWED`, or the errno name.
+const TRACE: &str = r#"
+import ctypes, errno, os, signal, sys
+pid = int(sys.argv[1])
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+def report(name, ok):
+    print(name, "ALLOWED" if ok else errno.errorcode.get(ctypes.get_errno(), "?"))
+rc = libc.ptrace(16, pid, None, None)  # PTRACE_ATTACH
+report("ptrace", rc == 0)
+if rc == 0:
+    os.waitpid(pid, 0x40000000)
+    libc.ptrace(17, pid, None, None)  # PTRACE_DETACH
+class iovec(ctypes.Structure):
+    _fields_ = [("base", ctypes.c_void_p), ("len", ctypes.c_size_t)]
+buf = ctypes.create_string_buffer(8)
+local = iovec(ctypes.cast(buf, ctypes.c_void_p), 8)
+remote = iovec(8, 8)  # an unmapped address: EFAULT once the access itself is allowed
+for name, nr in [("process_vm_readv", 310), ("process_vm_writev", 311)]:
+    if os.uname().machine != "x86_64":
+        nr = {"process_vm_readv": 270, "process_vm_writev": 271}[name]
+    rc = libc.syscall(nr, pid, ctypes.byref(local), 1, ctypes.byref(remote), 1, 0)
+    report(name, rc >= 0 or ctypes.get_errno() == errno.EFAULT)
+pidfd = libc.syscall(434, pid, 0)  # pidfd_open
+report("pidfd_open", pidfd >= 0)
+if pidfd >= 0:
+    report("pidfd_getfd", libc.syscall(438, pidfd, 0, 0) >= 0)  # pidfd_getfd
+for name, sig in [("kill0", 0), ("sigstop", signal.SIGSTOP)]:
+    try:
+        os.kill(pid, sig); print(name, "ALLOWED")
+        os.kill(pid, signal.SIGCONT)
+    except OSError as e:
+        print(name, errno.errorcode[e.errno])
+"#;
+
+fn tracing_rows(seccomp: bool) {
+    let Some(python) = python() else { return };
+    if !available("Landlock", kernel_has_landlock())
+        || (is_root() && !available("setpriv", system_program("setpriv").is_some()))
+    {
+        return;
+    }
+    let env = TestEnv::new(&[], &[("root/trace.py", TRACE)]);
+    // As root, the server's capabilities alone keep a command (which holds none) from tracing
+    // it: the row means something only for an ordinary user, so root runs it as one.
+    give(&env, ids(User::Unprivileged));
+    let mut cmd = match privileges(User::Unprivileged) {
+        Some(mut setpriv) => {
+            setpriv.arg(crate::harness::BIN);
+            setpriv
+        }
+        None => replay_command(),
+    };
+    cmd.args(["--mcp-server", "--allow", &format!("{}:rw", path_str(&env.root()))]);
+    if seccomp {
+        cmd.env("REPLAY_COMMAND_ISOLATION", "seccomp");
+    }
+    let mut server = Server::from_command(cmd);
+    server.initialize("2025-06-18");
+    let script = path_str(&env.path("root/trace.py"));
+    let pid = server.pid();
+    let out = run(&mut server, &format!("{python} {script} {pid}"));
+    // Whatever happened, a stopped server must not hang the rest of the suite.
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid as i32),
+        nix::sys::signal::Signal::SIGCONT,
+    );
+    for what in ["ptrace", "process_vm_readv", "process_vm_writev", "kill0", "sigstop"] {
+        let line = out.lines().find(|l| l.starts_with(&format!("{what} "))).unwrap_or("");
+        assert!(
+            line.ends_with(" EPERM") || line.ends_with(" EACCES"),
+            "a command reached the server with {what}:\n{out}"
+        );
+    }
+    assert!(!out.contains("pidfd_getfd ALLOWED"), "a command took the server's stdin:\n{out}");
+    assert!(run(&mut server, "echo alive").contains("alive"), "the server stopped answering");
+}
+
+#[test]
+fn r13_commands_cannot_trace_or_signal_the_server() {
+    tracing_rows(false);
+}
+
+#[test]
+fn r13_commands_cannot_trace_or_signal_the_server_seccomp() {
+    tracing_rows(true);
 }

@@ -33,7 +33,7 @@ enum Layer {
 
 /// Who the server runs as.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum User {
+pub(crate) enum User {
     /// The user running the tests.
     Invoker,
     /// An unprivileged user: uid and gid 65534 through `setpriv` when the tests run as root,
@@ -65,7 +65,7 @@ pub(crate) fn is_root() -> bool {
 }
 
 /// The uid and gid the server runs as.
-fn ids(user: User) -> (u32, u32) {
+pub(crate) fn ids(user: User) -> (u32, u32) {
     match user {
         User::Unprivileged if is_root() => (NOBODY, NOBODY),
         _ => (nix::unistd::geteuid().as_raw(), nix::unistd::getegid().as_raw()),
@@ -106,7 +106,7 @@ fn namespaces_work(user: User) -> bool {
 }
 
 /// `setpriv ... --` when `user` needs another uid than the invoker's, else `None`.
-fn privileges(user: User) -> Option<Command> {
+pub(crate) fn privileges(user: User) -> Option<Command> {
     privileges_with_groups(user, "--clear-groups")
 }
 
@@ -263,7 +263,7 @@ fn xattr(path: &Path, name: &str) -> Option<Vec<u8>> {
 
 /// Hands the tree to `uid` and `gid`, so that without a sandbox the server's user could change
 /// everything in it, outside files included.
-fn give(env: &TestEnv, (uid, gid): (u32, u32)) {
+pub(crate) fn give(env: &TestEnv, (uid, gid): (u32, u32)) {
     fn walk(path: &Path, uid: u32, gid: u32) {
         std::os::unix::fs::lchown(path, Some(uid), Some(gid))
             .unwrap_or_else(|e| panic!("chown {}: {e}", path.display()));
