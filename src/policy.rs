@@ -175,15 +175,37 @@ impl Policy {
             let reason = DenyReason::ContainsRoot { root: inner.path.clone() };
             return Err(Denied { path: shown, reason });
         }
+        let moved = self.moved_read_only_roots().find(|(_, now)| now.starts_with(&resolved.real));
+        if let Some((root, _)) = moved {
+            let reason = DenyReason::ContainsRoot { root: root.clone() };
+            return Err(Denied { path: shown, reason });
+        }
         Ok(resolved)
     }
 
     fn require_write(&self, resolved: ResolvedPath) -> Result<ResolvedPath, Denied> {
         if resolved.access == Access::Write {
-            return Ok(resolved);
+            let moved =
+                self.moved_read_only_roots().find(|(_, now)| resolved.real.starts_with(now));
+            let Some((root, _)) = moved else { return Ok(resolved) };
+            let reason = DenyReason::ReadOnly { root: root.clone() };
+            return Err(Denied { path: resolved.shown, reason });
         }
         let reason = DenyReason::ReadOnly { root: resolved.root.path.clone() };
         Err(Denied { path: resolved.shown, reason })
+    }
+
+    /// The read-only roots whose directory was renamed since the policy was built (a parent
+    /// moved by a command or another process), with where each is now. A root is known by its
+    /// path, so without this a read-only root carried into a read-write one by its parent's
+    /// rename would take that root's access. One `fstat` and one path lookup per read-only
+    /// root, for writes only.
+    fn moved_read_only_roots(&self) -> impl Iterator<Item = (&PathBuf, PathBuf)> {
+        self.roots
+            .iter()
+            .zip(&self.handles)
+            .filter(|(root, _)| root.access == Access::Read)
+            .filter_map(|(root, handle)| Some((&root.path, handle.moved_to()?)))
     }
 
     fn contain(&self, shown: PathBuf, real: PathBuf) -> Result<ResolvedPath, Denied> {

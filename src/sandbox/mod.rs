@@ -263,19 +263,35 @@ impl Sandbox {
 }
 
 /// The places that keep their own access in the namespace: the roots, this server's TMPDIR,
-/// and the directories under /dev commands write in.
+/// and the directories under /dev commands write in; and the directories between a read-only
+/// root and the read-write root around it, writable, so that each is a mount point a command
+/// cannot rename (EBUSY): renamed, a parent would carry the read-only root to a path the
+/// policy does not know as read-only.
 #[cfg(target_os = "linux")]
 fn places(roots: &[AllowedRoot], tmp: Option<&std::path::Path>) -> Vec<namespace::Place> {
     use crate::policy::Access;
-    let roots = roots.iter().map(|root| namespace::Place {
+    let own = roots.iter().map(|root| namespace::Place {
         path: root.path.clone(),
         writable: root.access == Access::Write,
+    });
+    let between = roots.iter().filter(|r| r.access == Access::Read).flat_map(|inner| {
+        let around = roots
+            .iter()
+            .filter(|r| r.path != inner.path && inner.path.starts_with(&r.path))
+            .max_by_key(|r| r.path.components().count())
+            .filter(|r| r.access == Access::Write);
+        let ancestors = inner.path.ancestors().skip(1);
+        let inside = move |dir: &&std::path::Path| around.is_some_and(|r| *dir != r.path);
+        ancestors
+            .take_while(move |dir| around.is_some_and(|r| dir.starts_with(&r.path)))
+            .filter(inside)
+            .map(|dir| namespace::Place { path: dir.to_path_buf(), writable: true })
     });
     let writable = tmp
         .into_iter()
         .chain(landlock::DEV_DIRS.iter().map(std::path::Path::new))
         .map(|path| namespace::Place { path: path.to_path_buf(), writable: true });
-    roots.chain(writable).collect()
+    own.chain(between).chain(writable).collect()
 }
 
 /// What a command's process does to itself between `fork` and `exec`. Nothing on macOS, where

@@ -7,6 +7,7 @@
 
 use std::ffi::CStr;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::unix::fs::MetadataExt;
 use std::os::unix::process::CommandExt;
 
 use serde_json::json;
@@ -240,4 +241,87 @@ fn r13_commands_cannot_trace_or_signal_the_server() {
 #[test]
 fn r13_commands_cannot_trace_or_signal_the_server_seccomp() {
     tracing_rows(true);
+}
+
+// ---------------------------------------------------------------------------------------------
+// E3: a read-only root nested in a read-write one, carried off by renaming its parent
+// ---------------------------------------------------------------------------------------------
+
+/// `d` read-write, with the read-only roots `d/sub/ro` and `d/a/b/ro` inside.
+fn nested_env() -> (TestEnv, Vec<String>) {
+    let env = TestEnv::new(
+        &["root/d/sub/ro", "root/d/a/b/ro"],
+        &[("root/d/sub/ro/file.txt", "ro\n"), ("root/d/a/b/ro/file.txt", "ro\n")],
+    );
+    let args = vec![
+        "--mcp-server".into(),
+        "--allow".into(),
+        format!("{}:rw", env.p("root/d")),
+        "--allow".into(),
+        format!("{}:ro", env.p("root/d/sub/ro")),
+        "--allow".into(),
+        format!("{}:ro", env.p("root/d/a/b/ro")),
+    ];
+    (env, args)
+}
+
+#[test]
+fn r13_a_renamed_read_only_root_stays_read_only_to_the_tools() {
+    let (env, args) = nested_env();
+    let mut server = Server::start_with(&args);
+    let err = server.call_err(
+        "move_file",
+        json!({"source": env.p("root/d/sub"), "destination": env.p("root/d/sub2")}),
+        -32001,
+    );
+    assert!(err.message.contains("contains the allowed directory"), "{}", err.message);
+    // Another process (or a command without the namespace) renames the parent.
+    std::fs::rename(env.path("root/d/sub"), env.path("root/d/sub2")).expect("rename");
+    let moved = |rel: &str| env.p(&format!("root/d/sub2/ro/{rel}"));
+    let write = json!({"path": moved("new.txt"), "content": "x"});
+    server.call_err("write_file", write.clone(), -32001);
+    let edit = json!({"path": moved("file.txt"), "edits": [{"oldText": "ro", "newText": "rw"}]});
+    server.call_err("edit_file", edit, -32001);
+    server.call_err("delete_file", json!({"path": moved("file.txt")}), -32001);
+    // Deleting or moving what now holds it is refused as before the rename.
+    server.call_err("delete_file", json!({"path": env.p("root/d/sub2")}), -32001);
+    let away = json!({"source": env.p("root/d/sub2"), "destination": env.p("root/d/sub3")});
+    server.call_err("move_file", away, -32001);
+    // A new directory at the old place does not release the moved one.
+    std::fs::create_dir_all(env.path("root/d/sub/ro")).expect("mkdir");
+    server.call_text("list_directory", json!({"path": env.p("root/d/sub/ro")}));
+    server.call_err("write_file", write, -32001);
+    assert_eq!(env.read_string("root/d/sub2/ro/file.txt"), "ro\n");
+    assert!(!env.exists("root/d/sub2/ro/new.txt"));
+    assert!(env.exists("root/d/sub2"));
+}
+
+#[test]
+fn r13_commands_cannot_rename_the_parents_of_a_nested_read_only_root() {
+    if !available("Landlock", kernel_has_landlock()) {
+        return;
+    }
+    let (env, args) = nested_env();
+    let mut server = Server::start_with(&args);
+    let ino = |rel: &str| std::fs::metadata(env.path(rel)).map(|m| m.ino()).ok();
+    let read_only = ["root/d/sub/ro", "root/d/a/b/ro"];
+    let before: Vec<_> = read_only.iter().map(|rel| ino(rel)).collect();
+    for (from, to) in
+        [("d/sub", "d/sub2"), ("d/a", "d/a2"), ("d/a/b", "d/a/b2"), ("d/sub/ro", "d/x")]
+    {
+        let command =
+            format!("mv {} {}", env.p(&format!("root/{from}")), env.p(&format!("root/{to}")));
+        let out = run(&mut server, &command);
+        // `mv` may copy when the rename is refused (EXDEV): a copy is no root. The read-only
+        // roots must still be the same directories, at their places.
+        let after: Vec<_> = read_only.iter().map(|rel| ino(rel)).collect();
+        assert_eq!(before, after, "{command} moved a read-only root:\n{out}");
+        assert_eq!(env.read_string("root/d/sub/ro/file.txt"), "ro\n");
+    }
+    // The rest of the read-write root works as before.
+    let out = run(
+        &mut server,
+        &format!("mkdir {0}/new && mv {0}/new {0}/sub/new2 && echo moved", env.p("root/d")),
+    );
+    assert!(out.contains("moved"), "{out}");
 }
