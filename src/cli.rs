@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use crate::client_config::{self, Client};
 use crate::oneshot;
-use crate::policy::{canonical_root, Access, AllowedRoot};
+use crate::policy::{canonical_root, Access, AllowedRoot, MAX_ROOTS};
 use crate::protocol::session::ToolErrors;
 use crate::sandbox::SandboxConfig;
 use crate::selection::{self, Selection, UnknownTool, WRITERS};
@@ -553,6 +553,11 @@ fn canonical_roots(
             Some(existing) if access == Access::Write => existing.access = Access::Write,
             Some(_) => {}
             None => roots.push(AllowedRoot { path, access }),
+        }
+        if roots.len() > MAX_ROOTS {
+            return Err(format!(
+                "replay: more than {MAX_ROOTS} allowed directories; at most {MAX_ROOTS} are allowed: allow a common parent directory instead"
+            ));
         }
     }
     Ok(roots)

@@ -113,6 +113,10 @@ pub struct ResolvedPath {
 const MAX_SYMLINK_HOPS: usize = 40;
 /// Longest path string accepted, as Linux's `PATH_MAX`.
 pub const MAX_PATH_BYTES: usize = 4096;
+/// Most allowed directories, from the command line or a client's roots. Each holds an open
+/// handle and a Landlock rule, and every path is compared with each: thousands of them would
+/// cost descriptors and time on every call, for no use a common parent would not serve.
+pub const MAX_ROOTS: usize = 256;
 
 #[derive(Debug, Clone, Default)]
 pub struct Policy {

@@ -325,3 +325,46 @@ fn r13_commands_cannot_rename_the_parents_of_a_nested_read_only_root() {
     );
     assert!(out.contains("moved"), "{out}");
 }
+
+// ---------------------------------------------------------------------------------------------
+// D5: the number of roots
+// ---------------------------------------------------------------------------------------------
+
+/// `root/d0` .. `root/d{n-1}`.
+fn many_dirs(n: usize) -> TestEnv {
+    let dirs: Vec<String> = (0..n).map(|i| format!("root/d{i}")).collect();
+    let dirs: Vec<&str> = dirs.iter().map(String::as_str).collect();
+    TestEnv::new(&dirs, &[])
+}
+
+#[test]
+fn r13_a_client_sending_ten_thousand_roots_gets_at_most_256() {
+    let env = many_dirs(300);
+    let mut server = Server::spawn(["--mcp-server", "--allow", &format!("{}:rw", env.p("root"))]);
+    crate::roots::initialize_with_roots(&mut server);
+    let roots: Vec<String> = (0..10_000).map(|i| env.p(&format!("root/d{}", i % 300))).collect();
+    crate::roots::answer_roots(&mut server, &roots);
+    let listed = server.call_text("list_allowed_directories", json!({}));
+    let n = listed.lines().filter(|l| l.contains(&env.p("root/d"))).count();
+    assert_eq!(n, 256, "{listed}");
+    // The ones beyond are not allowed, and the server says what to do.
+    let beyond = json!({"path": env.p("root/d299/x.txt"), "content": "x"});
+    server.call_err("write_file", beyond, -32001);
+    server.call_text("write_file", json!({"path": env.p("root/d0/x.txt"), "content": "x"}));
+    let stderr = server.stderr();
+    assert!(stderr.contains("at most 256"), "no word on stderr:\n{stderr}");
+}
+
+#[test]
+fn r13_more_than_256_allowed_directories_are_refused_at_start() {
+    let env = many_dirs(257);
+    let mut cmd = replay_command();
+    cmd.arg("--mcp-server");
+    for i in 0..257 {
+        cmd.args(["--allow", &env.p(&format!("root/d{i}"))]);
+    }
+    let out = crate::harness::run_cli(cmd, "");
+    assert_eq!(out.status.code(), Some(1), "{}", out.stderr);
+    assert!(out.stderr.contains("at most 256"), "{}", out.stderr);
+    assert!(out.stdout.is_empty());
+}
