@@ -528,9 +528,21 @@ pub fn split_glob(pattern: &str) -> (PathBuf, String) {
     (base, rest.join("/"))
 }
 
+/// Most bytes of globs in one list. The schemas bound each glob (4,096 bytes) and each list
+/// (1,000 globs); compiling costs memory and time with the patterns' bytes, so the whole list
+/// is bounded too, far above what a search needs.
+pub const MAX_GLOB_BYTES: usize = 65_536;
+
 /// Compiles patterns matched against paths relative to a walk root. `*` and `?` stay within
 /// one path component; `**` crosses components. Matching is case-sensitive, as Linux names are.
 pub fn glob_set(field: &str, patterns: &[String]) -> Result<GlobSet, ToolError> {
+    let bytes: usize = patterns.iter().map(String::len).sum();
+    if bytes > MAX_GLOB_BYTES {
+        let detail = format!(
+            "has {bytes} bytes of globs; at most {MAX_GLOB_BYTES} are allowed: use fewer or shorter globs, such as `**/*.rs`"
+        );
+        return Err(ToolError::invalid_params(field, detail));
+    }
     let mut set = GlobSetBuilder::new();
     for pattern in patterns {
         let glob = GlobBuilder::new(pattern)

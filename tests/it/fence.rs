@@ -368,3 +368,37 @@ fn r13_more_than_256_allowed_directories_are_refused_at_start() {
     assert!(out.stderr.contains("at most 256"), "{}", out.stderr);
     assert!(out.stdout.is_empty());
 }
+
+// ---------------------------------------------------------------------------------------------
+// D3: the bytes of a request's globs
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn r13_globs_are_bounded_in_bytes() {
+    let env = TestEnv::new(&[], &[("root/a.txt", "a\n")]);
+    let mut server = Server::start(&env);
+    let dir = env.p("root");
+    // Each under the schema's bound, together over the total's.
+    let long: Vec<String> = (0..20).map(|i| format!("{i}{}", "*a".repeat(2000))).collect();
+    for (tool, field) in [
+        ("glob_search", "globs"),
+        ("glob_search", "excludeGlobs"),
+        ("grep_files", "globs"),
+        ("directory_tree", "excludeGlobs"),
+    ] {
+        let mut args = match tool {
+            "glob_search" => json!({"directory": dir, "globs": ["*.txt"]}),
+            "grep_files" => json!({"regex": "a", "directory": dir}),
+            _ => json!({"path": dir}),
+        };
+        args[field] = json!(long);
+        let err = server.call_err(tool, args, -32602);
+        assert!(err.message.contains("65536"), "{tool} {field}: {}", err.message);
+    }
+    // One glob over the schema's bound.
+    let one = json!({"directory": dir, "globs": ["*".repeat(5000)]});
+    let err = server.call_err("glob_search", one, -32602);
+    assert!(err.message.contains("4096"), "{}", err.message);
+    let fine = server.call_text("glob_search", json!({"directory": dir, "globs": ["*.txt"]}));
+    assert!(fine.contains("a.txt"), "{fine}");
+}
