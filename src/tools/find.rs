@@ -88,6 +88,12 @@ pub fn search_files(ctx: &Ctx, args: SearchFilesArgs) -> Result<Output, ToolErro
         }
     }
     let mut text = hits.text();
+    if hits.paths.is_empty() && args.name_contains.contains(['*', '?', '[']) {
+        // The contract's first line stays; the next says why a pattern found nothing.
+        text.push_str(
+            "\n[nameContains is a literal substring, not a glob: for a pattern use glob_search]",
+        );
+    }
     if hits.left_out > 0 {
         text.push_str(&format!(
             "\n[{} more matches not shown: the reply reached its {REPLY_NAME} bound; narrow \

@@ -402,3 +402,24 @@ fn r13_globs_are_bounded_in_bytes() {
     let fine = server.call_text("glob_search", json!({"directory": dir, "globs": ["*.txt"]}));
     assert!(fine.contains("a.txt"), "{fine}");
 }
+
+// ---------------------------------------------------------------------------------------------
+// search_files with a glob for nameContains
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn r13_search_files_with_glob_characters_and_no_match_points_to_glob_search() {
+    let env = TestEnv::new(&[], &[("root/main.rs", "fn main() {}\n")]);
+    let mut server = Server::start(&env);
+    for needle in ["*.rs", "ma?n", "[m]ain"] {
+        let args = json!({"directory": env.p("root"), "nameContains": needle});
+        let text = server.call_text("search_files", args);
+        let mut lines = text.lines();
+        assert_eq!(lines.next(), Some("(no matches found)"), "{needle}: {text}");
+        let hint = lines.next().unwrap_or("");
+        assert!(hint.contains("glob_search"), "{needle}: no hint in {text:?}");
+    }
+    // A plain substring that finds nothing gets the contract's line alone.
+    let args = json!({"directory": env.p("root"), "nameContains": "nothing"});
+    assert_eq!(server.call_text("search_files", args), "(no matches found)");
+}

@@ -105,7 +105,11 @@ fn check_search_excluding(needle: &str, excludes: &[&str], expect: &[&str]) {
     let canonical = json!({"directory": root, "nameContains": needle, "excludeGlobs": excludes});
     let legacy = json!({"path": root, "pattern": needle, "excludePatterns": excludes});
     for args in [canonical, legacy] {
-        assert_eq!(call_stable(&mut server, "search_files", &args), want, "{args}");
+        let got = call_stable(&mut server, "search_files", &args);
+        // Nothing found: the contract's line first; a glob-like needle gets a hint after it
+        // (`fence::r13_search_files_with_glob_characters_and_no_match_points_to_glob_search`).
+        let got = if expect.is_empty() { got.lines().next().unwrap_or("").to_owned() } else { got };
+        assert_eq!(got, want, "{args}");
     }
 }
 
