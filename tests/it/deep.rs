@@ -19,7 +19,7 @@ use nix::sys::stat::{fstatat, mkdirat, Mode, SFlag};
 use nix::unistd::{symlinkat, unlinkat, write, UnlinkatFlags};
 use serde_json::json;
 
-use crate::harness::{path_str, unique_name, Server};
+use crate::harness::{path_str, require, unique_name, Server};
 
 /// Levels below the chain's top directory.
 const DEPTH: usize = 20_000;
@@ -142,15 +142,14 @@ struct Scratch {
 }
 
 impl Scratch {
-    /// `None` (after saying why) where there is no tmpfs; under `CI=true` that fails the test.
+    /// `None` where there is no tmpfs; see `require`.
     fn new(name: &str) -> Option<Scratch> {
-        if let Some(scratch) = Scratch::on(Path::new("/dev/shm"), name) {
-            return Some(scratch);
+        let scratch = Scratch::on(Path::new("/dev/shm"), name);
+        let why = "a writable tmpfs at /dev/shm for trees 20,000 levels deep";
+        if !require(why, scratch.is_some()) {
+            return None;
         }
-        let why = "no writable /dev/shm (tmpfs) for trees 20,000 levels deep";
-        assert!(std::env::var_os("CI").is_none_or(|v| v != "true"), "{why}");
-        skip(why);
-        None
+        scratch
     }
 
     /// A scratch directory in `base`, if one can be made there.
@@ -213,11 +212,6 @@ impl Drop for Scratch {
     }
 }
 
-#[expect(clippy::print_stderr, reason = "a skipped test says why on the test output")]
-fn skip(why: &str) {
-    eprintln!("skipped: {why}");
-}
-
 /// The server answers a ping: it survived the call before.
 #[track_caller]
 fn assert_alive(server: &mut Server) {
@@ -267,9 +261,8 @@ fn r13_move_file_across_filesystems_moves_a_20000_deep_tree() {
         .filter_map(|base| Scratch::on(base, "move-to"))
         .find(|other| other.dev() != scratch.dev());
     let Some(mut other) = other else {
-        let why = "no writable directory on another filesystem than /dev/shm";
-        assert!(std::env::var_os("CI").is_none_or(|v| v != "true"), "{why}");
-        return skip(why);
+        require("a writable directory on another filesystem than /dev/shm", false);
+        return;
     };
     scratch.chain(scratch.path("deep"));
     other.remove_later(other.path("deep"));

@@ -3,7 +3,8 @@
 //! Replies are decoded into `Run` (stdout item, optional stderr item, `isError` exactly as
 //! sent) and compared whole in `check` rows. Process checks read `/proc`: a pid counts as gone
 //! when its entry vanished or it is a zombie (reaped later by whoever inherited it). Sandbox
-//! tests first ask the kernel whether it has Landlock and skip, saying so, when it does not.
+//! tests first ask the kernel whether it has Landlock (`require`: a failure under `CI=true`, a
+//! skip saying so elsewhere).
 
 use std::fs;
 use std::io::{ErrorKind, Read};
@@ -13,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::harness::{path_str, Content, Response, Server, TestEnv, ToolResult};
+use crate::harness::{path_str, require, Content, Response, Server, TestEnv, ToolResult};
 
 /// What the server keeps of each output stream.
 const CAP: usize = 512 * 1024;
@@ -650,15 +651,9 @@ fn kernel_has_landlock(_net: bool) -> bool {
     true
 }
 
-/// True when the sandbox can be tested; otherwise says why the test is skipped (and fails
-/// under CI, which must test it).
+/// True when the sandbox can be tested; see `require`.
 fn landlock() -> bool {
-    let has = kernel_has_landlock(false);
-    if !has {
-        assert!(std::env::var_os("CI").is_none(), "CI: the kernel lacks Landlock");
-        skip("kernel lacks Landlock");
-    }
-    has
+    require("a kernel with Landlock", kernel_has_landlock(false))
 }
 
 /// `root` (read-write), `ro` (read-only), and outside them `outside` holding the marker.
@@ -805,9 +800,7 @@ fn deny_network_blocks_tcp_for_commands() {
     if !landlock() {
         return;
     }
-    if !kernel_has_landlock(true) {
-        assert!(std::env::var_os("CI").is_none(), "CI: Landlock has no network rights");
-        skip("kernel's Landlock has no network rights (ABI < 4)");
+    if !require("Landlock with network rights (ABI 4+)", kernel_has_landlock(true)) {
         return;
     }
     let env = TestEnv::new(&[], &[]);

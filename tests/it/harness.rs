@@ -68,6 +68,23 @@ pub fn replay_command() -> Command {
     Command::new(BIN)
 }
 
+/// Whether a test that needs `capability` can go on: `available` says whether it is here. A
+/// test never passes by checking nothing: under `CI=true` a missing capability fails the test;
+/// elsewhere the test is skipped, saying `skipped:` and why on stderr. Use as
+/// `if !require("Landlock", has_landlock()) { return; }`. `src/capability.rs` is its twin for
+/// the unit tests.
+#[track_caller]
+#[expect(clippy::print_stderr, reason = "a skipped test says why on the test output")]
+pub fn require(capability: &str, available: bool) -> bool {
+    if available {
+        return true;
+    }
+    let in_ci = std::env::var_os("CI").is_some_and(|v| v == "true");
+    assert!(!in_ci, "CI=true, and this test needs {capability}, which this machine lacks");
+    eprintln!("skipped: this test needs {capability}");
+    false
+}
+
 /// A name no other test (in this or a concurrent test process) will pick: pid + counter + nanos.
 pub fn unique_name(prefix: &str) -> String {
     static COUNTER: AtomicUsize = AtomicUsize::new(0);
