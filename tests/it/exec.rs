@@ -1,14 +1,17 @@
 //! `execute_command` and the Landlock sandbox through the real binary: the reply format, the working directory, deadlines, process cleanup, output caps, concurrency, cancellation, `--no-exec`, `--deny-command` and what the kernel lets commands touch.
 //!
 //! Replies are decoded into `Run` (stdout item, optional stderr item, `isError` exactly as
-//! sent) and compared whole in `check` rows. Process checks read `/proc`: a pid counts as gone
-//! when its entry vanished or it is a zombie (reaped later by whoever inherited it). Sandbox
+//! sent) and compared whole in `check` rows. Process checks read `/proc`, so the tests that
+//! make them are built on Linux only: a pid counts as gone when its entry vanished or it is a
+//! zombie (reaped later by whoever inherited it). Sandbox
 //! tests first ask the kernel whether it has Landlock (`require`: a failure under `CI=true`, a
 //! skip saying so elsewhere).
 
+#[cfg(target_os = "linux")]
 use std::fs;
 use std::io::{ErrorKind, Read};
 use std::net::TcpListener;
+#[cfg(target_os = "linux")]
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -126,6 +129,7 @@ fn start_with_flags(env: &TestEnv, extra: &[&str]) -> Server {
 // ---------------------------------------------------------------------------------------------
 
 /// `/proc/<pid>/stat` fields after the command name: state, ppid, pgrp, ...
+#[cfg(target_os = "linux")]
 fn stat_fields(pid: &str) -> Option<Vec<String>> {
     let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     let (_, rest) = stat.rsplit_once(')')?;
@@ -133,11 +137,13 @@ fn stat_fields(pid: &str) -> Option<Vec<String>> {
 }
 
 /// Whether `pid` exists and is not a zombie.
+#[cfg(target_os = "linux")]
 fn alive(pid: u32) -> bool {
     stat_fields(&pid.to_string()).is_some_and(|f| f.first().is_some_and(|state| state != "Z"))
 }
 
 /// The live (non-zombie) processes whose process group is `pgid`.
+#[cfg(target_os = "linux")]
 fn group_members(pgid: u32) -> Vec<u32> {
     let Ok(entries) = fs::read_dir("/proc") else { return Vec::new() };
     entries
@@ -153,6 +159,7 @@ fn group_members(pgid: u32) -> Vec<u32> {
 
 /// Polls until `done` holds; fails with `what` after 5 s.
 #[track_caller]
+#[cfg(target_os = "linux")]
 fn poll_until(what: &str, mut done: impl FnMut() -> bool) {
     let deadline = Instant::now() + Duration::from_secs(5);
     while !done() {
@@ -162,11 +169,13 @@ fn poll_until(what: &str, mut done: impl FnMut() -> bool) {
 }
 
 #[track_caller]
+#[cfg(target_os = "linux")]
 fn assert_gone(pid: u32) {
     poll_until(&format!("process {pid} is alive"), || !alive(pid));
 }
 
 #[track_caller]
+#[cfg(target_os = "linux")]
 fn assert_group_gone(pgid: u32) {
     poll_until(&format!("process group {pgid} has live members"), || {
         group_members(pgid).is_empty()
@@ -175,6 +184,7 @@ fn assert_group_gone(pgid: u32) {
 
 /// The pid a command wrote (`echo $$ > file`), waiting for the whole line to be there.
 #[track_caller]
+#[cfg(target_os = "linux")]
 fn read_pid(env: &TestEnv, rel: &str) -> u32 {
     let mut pid = None;
     poll_until(&format!("{rel} holds no pid"), || {
@@ -187,6 +197,7 @@ fn read_pid(env: &TestEnv, rel: &str) -> u32 {
 
 /// The pid on the first line of a stdout item.
 #[track_caller]
+#[cfg(target_os = "linux")]
 fn first_line_pid(run: &Run) -> u32 {
     let line = run.out.lines().next().unwrap_or_default();
     line.parse().unwrap_or_else(|e| panic!("no pid on the first line ({e}): {run:?}"))
@@ -219,6 +230,7 @@ fn reply_format_rows() {
     // stdin is /dev/null: nothing to read, never the server's protocol stream.
     check(s, "cat", "(no output)\n[exit code: 0]", None, false);
     check(s, "read x; echo \"[$x]\"", "[]\n[exit code: 0]", None, false);
+    #[cfg(target_os = "linux")]
     check(s, "readlink /proc/self/fd/0", "/dev/null\n[exit code: 0]", None, false);
 
     let run = sh(s, "no-such-command-xyz");
@@ -364,6 +376,7 @@ fn timeout_stops_the_command_with_sigterm() {
 }
 
 #[test]
+#[cfg(target_os = "linux")]
 fn timeout_escalates_to_sigkill_when_term_is_ignored() {
     let env = TestEnv::new(&[], &[]);
     let mut server = Server::start(&env);
@@ -376,6 +389,7 @@ fn timeout_escalates_to_sigkill_when_term_is_ignored() {
 }
 
 #[test]
+#[cfg(target_os = "linux")]
 fn timeout_kills_background_children() {
     let env = TestEnv::new(&[], &[]);
     let mut server = Server::start(&env);
@@ -388,6 +402,7 @@ fn timeout_kills_background_children() {
 }
 
 #[test]
+#[cfg(target_os = "linux")]
 fn normal_exit_kills_background_children() {
     let env = TestEnv::new(&[], &[]);
     let mut server = Server::start(&env);
@@ -502,6 +517,7 @@ fn a_running_command_does_not_hold_up_other_requests() {
 }
 
 /// Sends `echo $$ > pid.txt; sleep 30` as request `id`, waits until it runs, cancels it.
+#[cfg(target_os = "linux")]
 fn start_and_cancel(server: &mut Server, env: &TestEnv, id: i64) -> u32 {
     let command = "echo $$ > pid.txt; sleep 30";
     send_call(server, &json!(id), "execute_command", json!({"command": command}));
@@ -511,6 +527,7 @@ fn start_and_cancel(server: &mut Server, env: &TestEnv, id: i64) -> u32 {
 }
 
 #[test]
+#[cfg(target_os = "linux")]
 fn cancelled_command_is_killed_and_never_answered() {
     let env = TestEnv::new(&[], &[]);
     let mut server = Server::start(&env);

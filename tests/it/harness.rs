@@ -428,6 +428,7 @@ impl Server {
     }
 
     /// The server's peak resident set so far (`VmHWM` in `/proc/<pid>/status`), in KiB.
+    #[cfg(target_os = "linux")]
     pub fn peak_rss_kib(&self) -> u64 {
         let pid = self.child.as_ref().expect("server already reaped").id();
         let status = fs::read_to_string(format!("/proc/{pid}/status"))
@@ -440,6 +441,7 @@ impl Server {
     }
 
     /// The server's process id (for `/proc/<pid>/status`).
+    #[cfg(target_os = "linux")]
     pub fn pid(&self) -> u32 {
         self.child.as_ref().expect("the child runs").id()
     }
