@@ -85,6 +85,28 @@ pub fn require(capability: &str, available: bool) -> bool {
     false
 }
 
+/// `fixtures/<rel>` in the repository: the sample files and trees tests share. Read it only:
+/// `TestEnv::copy_fixture` gives a test its own copy.
+pub fn fixture_path(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures").join(rel)
+}
+
+/// Copies the file or directory `from` to `to`, parents created, directories recursively.
+fn copy_tree(from: &Path, to: &Path) {
+    if let Some(parent) = to.parent() {
+        fs::create_dir_all(parent).unwrap_or_else(|e| panic!("mkdir {}: {e}", parent.display()));
+    }
+    if !from.is_dir() {
+        fs::copy(from, to).unwrap_or_else(|e| panic!("copy {}: {e}", from.display()));
+        return;
+    }
+    fs::create_dir_all(to).unwrap_or_else(|e| panic!("mkdir {}: {e}", to.display()));
+    for entry in fs::read_dir(from).unwrap_or_else(|e| panic!("read {}: {e}", from.display())) {
+        let entry = entry.expect("dir entry");
+        copy_tree(&entry.path(), &to.join(entry.file_name()));
+    }
+}
+
 /// A name no other test (in this or a concurrent test process) will pick: pid + counter + nanos.
 pub fn unique_name(prefix: &str) -> String {
     static COUNTER: AtomicUsize = AtomicUsize::new(0);
@@ -158,6 +180,12 @@ impl TestEnv {
                 .unwrap_or_else(|e| panic!("mkdir {}: {e}", parent.display()));
         }
         fs::write(&path, bytes).unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
+    }
+
+    /// Copies `fixtures/<fixture>` (a file, or a directory with everything in it) to `rel`, so
+    /// that a test works on its own copy and never writes into `fixtures/`.
+    pub fn copy_fixture(&self, fixture: &str, rel: &str) {
+        copy_tree(&fixture_path(fixture), &self.path(rel));
     }
 
     pub fn read(&self, rel: &str) -> Vec<u8> {
