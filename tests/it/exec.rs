@@ -17,7 +17,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::harness::{path_str, require, Content, Response, Server, TestEnv, ToolResult};
+use crate::harness::{
+    path_str, replay_command, require, Content, Response, Server, TestEnv, ToolResult,
+};
 
 /// What the server keeps of each output stream.
 const CAP: usize = 512 * 1024;
@@ -839,7 +841,7 @@ fn deny_network_blocks_tcp_for_commands() {
 #[test]
 fn the_commands_tmpdir_is_private_emptied_at_exit_and_removed_by_the_next_server() {
     let env = TestEnv::new(&["root", "ro"], &[]);
-    let mut server = start_sandboxed(&env, &[]);
+    let mut server = start_with_own_tmpdir(&env);
     let run = sh(&mut server, "printf %s \"$TMPDIR\" && touch \"$TMPDIR/left-behind\"");
     assert_eq!(run.is_error, None, "{run:?}");
     let tmpdir = std::path::PathBuf::from(run.out.trim_end_matches("[exit code: 0]").trim());
@@ -861,14 +863,18 @@ fn the_commands_tmpdir_is_private_emptied_at_exit_and_removed_by_the_next_server
     assert!(left.iter().all(|&n| n == 0), "{tmpdir:?} is not empty after exit");
 
     // A server killed outright leaves its directory whole.
-    let mut killed = start_sandboxed(&env, &[]);
+    let mut killed = start_with_own_tmpdir(&env);
     let run = sh(&mut killed, "printf %s \"$TMPDIR\" && touch \"$TMPDIR/left-behind\"");
     let killed_tmpdir = std::path::PathBuf::from(run.out.trim_end_matches("[exit code: 0]").trim());
+    // SIGKILL while its stdin is open: dropping a `Server` closes stdin first, and a server
+    // that sees the end of input in time exits in order, emptying its TMPDIR.
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(killed.pid()).expect("a pid"));
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL).expect("SIGKILL the server");
     drop(killed);
     assert!(killed_tmpdir.join("left-behind").exists());
 
     // The next server removes both; its own starts empty and private.
-    let mut next = start_sandboxed(&env, &[]);
+    let mut next = start_with_own_tmpdir(&env);
     check_ok(&mut next, "ls -A \"$TMPDIR\" | wc -l", "0\n");
     let run = sh(&mut next, "printf %s \"$TMPDIR\"");
     assert_eq!(run.is_error, None, "{run:?}");
@@ -879,6 +885,19 @@ fn the_commands_tmpdir_is_private_emptied_at_exit_and_removed_by_the_next_server
         &std::fs::metadata(&next_tmpdir).expect("the next TMPDIR").permissions(),
     );
     assert_eq!(mode & 0o777, 0o700, "{next_tmpdir:?}");
+}
+
+/// `start_sandboxed` with a `TMPDIR` of the test's own. In the shared temp directory, a server
+/// another test starts meanwhile could sweep a killed server's directory before this test looks.
+fn start_with_own_tmpdir(env: &TestEnv) -> Server {
+    env.mkdir("tmp");
+    let (root, ro) = (allow(env, "root", "rw"), allow(env, "ro", "ro"));
+    let mut cmd = replay_command();
+    cmd.env("TMPDIR", env.path("tmp"));
+    cmd.args(["--mcp-server", "--allow", &root, "--allow", &ro]);
+    let mut server = Server::from_command(cmd);
+    server.initialize("2025-06-18");
+    server
 }
 
 fn nix_uid() -> u32 {

@@ -469,7 +469,6 @@ impl Server {
     }
 
     /// The server's process id (for `/proc/<pid>/status`).
-    #[cfg(target_os = "linux")]
     pub fn pid(&self) -> u32 {
         self.child.as_ref().expect("the child runs").id()
     }
