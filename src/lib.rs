@@ -7,6 +7,8 @@
 //! `tools::edit::matching`, `js_regex`). The rest stays private to the crate.
 
 mod base64;
+#[cfg(test)]
+mod capability;
 pub mod cli;
 pub mod client_config;
 mod error;

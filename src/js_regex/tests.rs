@@ -461,10 +461,12 @@ fn node_available() -> bool {
 }
 
 #[test]
-#[allow(clippy::print_stderr, reason = "reports a skipped run and the known divergences")]
+#[allow(clippy::print_stderr, reason = "reports the known divergences")]
 fn differential_against_node() {
-    if !node_available() {
-        eprintln!("skipped: node not found");
+    if !crate::capability::require(
+        "node (to run the same patterns in JavaScript)",
+        node_available(),
+    ) {
         return;
     }
     let divergent = DIVERGENT_ROWS.iter().map(|&(p, f, t, _)| (p, f, t));
@@ -552,8 +554,10 @@ fn random_patterns_never_panic() {
 #[test]
 #[allow(clippy::print_stderr, reason = "lists every differing row")]
 fn fuzz_against_node() {
-    if !node_available() {
-        eprintln!("skipped: node not found");
+    if !crate::capability::require(
+        "node (to run the same patterns in JavaScript)",
+        node_available(),
+    ) {
         return;
     }
     let seed = std::env::var("SEED").ok().and_then(|s| s.parse().ok());

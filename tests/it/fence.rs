@@ -12,10 +12,8 @@ use std::os::unix::process::CommandExt;
 
 use serde_json::json;
 
-use crate::harness::{path_str, replay_command, Server, TestEnv};
-use crate::isolation::{
-    available, give, ids, is_root, kernel_has_landlock, privileges, system_program, User,
-};
+use crate::harness::{path_str, replay_command, require, Server, TestEnv};
+use crate::isolation::{give, ids, is_root, kernel_has_landlock, privileges, system_program, User};
 
 /// The command's output: every text item of the reply, joined.
 fn run(server: &mut Server, command: &str) -> String {
@@ -26,7 +24,7 @@ fn run(server: &mut Server, command: &str) -> String {
 
 fn python() -> Option<String> {
     let found = system_program("python3").map(|p| path_str(&p));
-    available("python3", found.is_some()).then(|| found.unwrap_or_default())
+    require("python3", found.is_some()).then(|| found.unwrap_or_default())
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -192,8 +190,8 @@ for name, sig in [("kill0", 0), ("sigstop", signal.SIGSTOP)]:
 
 fn tracing_rows(seccomp: bool) {
     let Some(python) = python() else { return };
-    if !available("Landlock", kernel_has_landlock())
-        || (is_root() && !available("setpriv", system_program("setpriv").is_some()))
+    if !require("Landlock", kernel_has_landlock())
+        || (is_root() && !require("setpriv", system_program("setpriv").is_some()))
     {
         return;
     }
@@ -298,7 +296,7 @@ fn r13_a_renamed_read_only_root_stays_read_only_to_the_tools() {
 
 #[test]
 fn r13_commands_cannot_rename_the_parents_of_a_nested_read_only_root() {
-    if !available("Landlock", kernel_has_landlock()) {
+    if !require("Landlock", kernel_has_landlock()) {
         return;
     }
     let (env, args) = nested_env();

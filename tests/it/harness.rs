@@ -68,6 +68,45 @@ pub fn replay_command() -> Command {
     Command::new(BIN)
 }
 
+/// Whether a test that needs `capability` can go on: `available` says whether it is here. A
+/// test never passes by checking nothing: under `CI=true` a missing capability fails the test;
+/// elsewhere the test is skipped, saying `skipped:` and why on stderr. Use as
+/// `if !require("Landlock", has_landlock()) { return; }`. `src/capability.rs` is its twin for
+/// the unit tests.
+#[track_caller]
+#[expect(clippy::print_stderr, reason = "a skipped test says why on the test output")]
+pub fn require(capability: &str, available: bool) -> bool {
+    if available {
+        return true;
+    }
+    let in_ci = std::env::var_os("CI").is_some_and(|v| v == "true");
+    assert!(!in_ci, "CI=true, and this test needs {capability}, which this machine lacks");
+    eprintln!("skipped: this test needs {capability}");
+    false
+}
+
+/// `fixtures/<rel>` in the repository: the sample files and trees tests share. Read it only:
+/// `TestEnv::copy_fixture` gives a test its own copy.
+pub fn fixture_path(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures").join(rel)
+}
+
+/// Copies the file or directory `from` to `to`, parents created, directories recursively.
+fn copy_tree(from: &Path, to: &Path) {
+    if let Some(parent) = to.parent() {
+        fs::create_dir_all(parent).unwrap_or_else(|e| panic!("mkdir {}: {e}", parent.display()));
+    }
+    if !from.is_dir() {
+        fs::copy(from, to).unwrap_or_else(|e| panic!("copy {}: {e}", from.display()));
+        return;
+    }
+    fs::create_dir_all(to).unwrap_or_else(|e| panic!("mkdir {}: {e}", to.display()));
+    for entry in fs::read_dir(from).unwrap_or_else(|e| panic!("read {}: {e}", from.display())) {
+        let entry = entry.expect("dir entry");
+        copy_tree(&entry.path(), &to.join(entry.file_name()));
+    }
+}
+
 /// A name no other test (in this or a concurrent test process) will pick: pid + counter + nanos.
 pub fn unique_name(prefix: &str) -> String {
     static COUNTER: AtomicUsize = AtomicUsize::new(0);
@@ -141,6 +180,12 @@ impl TestEnv {
                 .unwrap_or_else(|e| panic!("mkdir {}: {e}", parent.display()));
         }
         fs::write(&path, bytes).unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
+    }
+
+    /// Copies `fixtures/<fixture>` (a file, or a directory with everything in it) to `rel`, so
+    /// that a test works on its own copy and never writes into `fixtures/`.
+    pub fn copy_fixture(&self, fixture: &str, rel: &str) {
+        copy_tree(&fixture_path(fixture), &self.path(rel));
     }
 
     pub fn read(&self, rel: &str) -> Vec<u8> {
@@ -411,6 +456,7 @@ impl Server {
     }
 
     /// The server's peak resident set so far (`VmHWM` in `/proc/<pid>/status`), in KiB.
+    #[cfg(target_os = "linux")]
     pub fn peak_rss_kib(&self) -> u64 {
         let pid = self.child.as_ref().expect("server already reaped").id();
         let status = fs::read_to_string(format!("/proc/{pid}/status"))

@@ -5,6 +5,7 @@ mod bounds;
 mod cancel;
 mod cli;
 mod deep;
+mod docs;
 mod edit;
 mod exec;
 #[cfg(target_os = "linux")]
