@@ -84,6 +84,7 @@ impl Session {
         id: Id,
         params: Value,
         revision: Revision,
+        cost: usize,
     ) {
         let name = params.get("name").and_then(Value::as_str).unwrap_or_default();
         // A read from an `offset` scans up to it: far into a big file, that is not quick.
@@ -96,7 +97,7 @@ impl Session {
             }
             return;
         }
-        let running = self.schedule.running();
+        let running = self.schedule.running(cost);
         let session = Arc::clone(self);
         if call.turn.as_ref().is_none_or(Turn::is_free) && !call.holds_data() {
             // Nothing to wait for: straight onto the blocking pool, one hop instead of an
@@ -122,7 +123,7 @@ impl Session {
     /// A JSON-RPC batch: every element runs concurrently (writers still take their turns in
     /// order); one array of replies, none if every element was a notification. The array is
     /// the elements' reply lines joined, under the cap on one reply as a whole.
-    pub(super) fn accept_batch(self: &Arc<Self>, batch: Vec<Element>) {
+    pub(super) fn accept_batch(self: &Arc<Self>, batch: Vec<Element>, cost: usize) {
         if batch.is_empty() {
             let error = RpcError::new(jsonrpc::INVALID_REQUEST, "invalid request: empty batch");
             self.held.send_line(jsonrpc::failure_line(&Id::null(), &error));
@@ -172,7 +173,7 @@ impl Session {
             return;
         }
         let mut parts = JoinSet::new();
-        let running = self.schedule.running();
+        let running = self.schedule.running(cost);
         let runtime = self.schedule.runtime().handle().clone();
         for (idx, job) in jobs.into_iter().enumerate() {
             let session = Arc::clone(self);

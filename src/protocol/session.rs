@@ -92,10 +92,12 @@ pub fn serve(policy: Policy, settings: Arc<Settings>, options: Options) {
     let _ = hook.set(Arc::downgrade(&session));
     let each = |line| {
         session.accept(line);
-        // Backpressure: no next request while too many replies wait unread.
-        if session.outbox.must_wait() {
+        // Backpressure: no next request while too many replies wait unread, or while the
+        // calls in flight hold too much.
+        if session.outbox.must_wait() || session.schedule.backlog_full() {
             session.held.release();
             session.outbox.wait_for_room();
+            session.schedule.wait_for_backlog();
         }
     };
     transport::read_lines(each, || session.held.release());
@@ -145,15 +147,19 @@ impl Session {
         if bytes.iter().all(u8::is_ascii_whitespace) {
             return;
         }
+        // What the request holds while it waits and runs, for the backlog's bound.
+        let cost = || jsonrpc::read_cost(&bytes).bytes.max(bytes.len());
         let mut element = match jsonrpc::parse(&bytes) {
             Ok(Incoming::One(element)) => element,
-            Ok(Incoming::Batch(elements)) => return self.accept_batch(elements),
+            Ok(Incoming::Batch(elements)) => return self.accept_batch(elements, cost()),
             Err((id, error)) => return self.held.send_line(jsonrpc::failure_line(&id, &error)),
         };
         let reply = match element.classify() {
             Ok(Message::Request { id, method, params }) if method == "tools/call" => {
                 match self.revision_of(&method, &params) {
-                    Ok(revision) => return self.accept_call(&element, id, params, revision),
+                    Ok(revision) => {
+                        return self.accept_call(&element, id, params, revision, cost())
+                    }
                     Err(error) => Some(jsonrpc::failure_line(&id, &error)),
                 }
             }

@@ -479,6 +479,12 @@ impl Server {
     }
 
     /// Writes `line` plus a newline to the server's stdin.
+    /// The server's stdin, for a test that writes from a thread of its own (the server may stop
+    /// reading it: backpressure). Later sends panic.
+    pub fn take_stdin(&mut self) -> ChildStdin {
+        self.stdin.take().expect("stdin already taken or closed")
+    }
+
     pub fn send_raw(&mut self, line: &str) {
         let stdin = self.stdin.as_mut().expect("stdin already closed");
         let res = stdin

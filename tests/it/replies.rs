@@ -583,3 +583,62 @@ fn r13_calls_that_hold_data_run_a_few_at_a_time() {
     }
     assert_eq!(server.request("ping", json!({})).result(), &json!({}));
 }
+
+/// Calls that wait for a place hold their messages: 200 lines of 64 KiB, each a `grep_files`
+/// whose `params` carry 8,000 tiny objects (about 100 bytes of values per byte), queued behind
+/// four offset scans of a 512 MiB sparse file that hold the four places for seconds. Before, the
+/// server read them all and held them (the attacker's 300 lines: 2 GB); now it stops reading
+/// while what is in flight would cost more than the backlog's bound, and still answers every
+/// call once the scans end.
+/// See: issue #13, item 2 (the second attacker's finding 1).
+#[cfg(target_os = "linux")]
+#[test]
+fn r13_calls_waiting_for_a_place_are_bounded_in_memory() {
+    use std::io::Write as _;
+    const LINES: usize = 200;
+    let env = TestEnv::new(&[], &[]);
+    env.write("root/sparse.txt", "line\n".repeat(2000));
+    let file =
+        std::fs::OpenOptions::new().write(true).open(env.path("root/sparse.txt")).expect("open");
+    file.set_len(1 << 29).expect("set_len");
+    env.write("root/grep/small.txt", "needle\n");
+    let mut server = Server::start(&env);
+    // Four offset scans of a sparse file hold the four places while the lines arrive.
+    let scan = json!({"path": env.p("root/sparse.txt"), "offset": 1_000_000_000_000u64});
+    for i in 0..4 {
+        server.send_raw(&call_line(&format!("\"scan{i}\""), "read_file", scan.clone()));
+    }
+    let pad = format!("[{}]", vec![r#"{"a":0}"#; 8000].join(","));
+    let args = json!({"regex": "needle", "directory": env.p("root/grep")});
+    let lines: Vec<String> = (0..LINES)
+        .map(|i| {
+            format!(
+                r#"{{"jsonrpc":"2.0","id":{i},"method":"tools/call","params":{{"name":"grep_files","arguments":{args},"pad":{pad}}}}}"#
+            )
+        })
+        .collect();
+    let sent: usize = lines.iter().map(String::len).sum();
+    // Written from a thread: the server stops reading while the backlog is full.
+    let mut stdin = server.take_stdin();
+    let writer = std::thread::spawn(move || {
+        for line in lines {
+            stdin.write_all(line.as_bytes()).expect("write");
+            stdin.write_all(b"\n").expect("write");
+        }
+        stdin
+    });
+    let mut answered = 0;
+    while answered < LINES + 4 {
+        let line = server.next_line_within(std::time::Duration::from_secs(300));
+        assert!(line.contains(r#""result":"#), "{line:.300}");
+        answered += 1;
+    }
+    drop(writer.join().expect("writer"));
+    let peak = proc_status_bytes(server.pid(), "VmHWM");
+    report(&format!(
+        "{LINES} waiting calls, {} of lines: peak RSS {}",
+        mib(sent as u64),
+        mib(peak)
+    ));
+    assert!(peak < 240 << 20, "peak RSS {} while calls waited", mib(peak));
+}

@@ -12,7 +12,7 @@ use crate::harness::{Server, TestEnv};
 
 /// Bytes of `a` in the file a slow edit rewrites: one regex replacement per byte, a second or
 /// two unoptimized, against milliseconds for a small write_file.
-const SLOW_BYTES: usize = 2 << 20;
+const SLOW_BYTES: usize = 4 << 20;
 
 /// Every `a` becomes `bb`: a replacement per byte of a `SLOW_BYTES` file.
 fn slow_edit(path: &str, dry_run: bool) -> Value {
