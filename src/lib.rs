@@ -16,6 +16,7 @@ pub mod js_regex;
 pub mod oneshot;
 mod platform;
 pub mod policy;
+pub mod progress;
 pub mod protocol;
 mod reply_size;
 pub mod sandbox;

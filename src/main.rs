@@ -16,8 +16,9 @@ use tracing_subscriber::EnvFilter;
 
 use replay::cli::{self, Config, Invocation, OneShot};
 use replay::policy::Policy;
+use replay::progress::Cancel;
 use replay::protocol::transport;
-use replay::tools::{Cancel, Settings};
+use replay::tools::Settings;
 use replay::{client_config, interrupt, oneshot, protocol, sandbox};
 
 fn main() -> ExitCode {

@@ -10,12 +10,13 @@ use std::io::Read;
 use serde_json::{json, Value};
 
 use crate::policy::Policy;
+use crate::progress::{Cancel, Progress};
 use crate::protocol::dispatch::{self, ToolReply};
 use crate::protocol::jsonrpc::{self, RpcError};
 use crate::protocol::revision::LATEST_LEGACY;
 use crate::reply_size::MAX_REPLY_BYTES;
 use crate::schema;
-use crate::tools::{Cancel, Progress, Settings};
+use crate::tools::Settings;
 
 /// What a one-shot command prints, and its exit status.
 #[derive(Debug, PartialEq, Eq)]

@@ -15,12 +15,13 @@ use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
 use replay::policy::Policy;
+use replay::progress::{Cancel, Progress};
 use replay::protocol::dispatch::call_tool;
 use replay::protocol::jsonrpc::{self, Element, Id, Incoming, Message};
 use replay::protocol::reply::{self, Budget};
 use replay::protocol::revision::{self, LATEST_LEGACY};
 use replay::schema;
-use replay::tools::{self, Cancel, Progress, Settings};
+use replay::tools::{self, Settings};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 

@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 use serde_json::{json, Value};
 use tokio::task::JoinSet;
 
+use crate::progress::{Cancel, Progress};
 use crate::protocol::dispatch;
 use crate::protocol::jsonrpc::{self, Element, Id, Message, RpcError};
 use crate::protocol::lock;
@@ -17,7 +18,6 @@ use crate::protocol::scope::Scope;
 use crate::protocol::session::{Session, ToolErrors};
 use crate::protocol::transport::Outbox;
 use crate::protocol::turns::Turn;
-use crate::tools::{Cancel, Progress};
 
 /// Tools answered on the reading thread itself, without a hand-off: read-only, quick, and
 /// never waiting on anything but the local filesystem. A small read costs less than the two

@@ -8,11 +8,12 @@ use serde_json::{json, Map, Value};
 
 use crate::error::ToolError;
 use crate::policy::Policy;
+use crate::progress::{Cancel, Progress};
 use crate::protocol::jsonrpc::RpcError;
 use crate::protocol::revision::{self, Revision};
 use crate::reply_size::json_len;
 use crate::schema;
-use crate::tools::{self, Cancel, Content, Ctx, Output, Progress, Settings, Structured};
+use crate::tools::{self, Content, Ctx, Output, Settings, Structured};
 
 /// A `tools/call` result: its content rendered as MCP content items, and its structured data
 /// in the form the tool made it. Written by `write_result`, never parsed back.
