@@ -4,4 +4,5 @@
 //! `policy::confined` decides where an operation may land and opens it there (root handles,
 //! `openat2` beneath them, slots); the modules here do the I/O on the handles it gave.
 
+pub mod atomic;
 pub mod tree;

@@ -30,10 +30,10 @@ use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
 
 use crate::error::ToolError;
+use crate::fs::atomic::TEMP_PREFIX;
 use crate::policy::confined::{self, Kind};
 use crate::policy::{ResolvedPath, MAX_PATH_BYTES};
 use crate::progress::{Cancel, Tally};
-use crate::tools::write::TEMP_PREFIX;
 
 /// What a walked entry is, without following symlinks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

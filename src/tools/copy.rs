@@ -16,10 +16,10 @@ use nix::fcntl::{renameat, OFlag};
 use serde::Deserialize;
 
 use crate::error::ToolError;
+use crate::fs::atomic::temp_name;
 use crate::fs::tree;
 use crate::platform;
 use crate::policy::confined::{Kind, Slot};
-use crate::tools::write::temp_name;
 use crate::tools::{Ctx, Output};
 
 const NOT_COPYABLE: &str = "not a regular file or directory (a device, FIFO or socket)";

@@ -11,12 +11,12 @@ use serde::Deserialize;
 use serde_json::json;
 
 use crate::error::ToolError;
+use crate::fs::atomic::TEMP_PREFIX;
 use crate::policy::confined::{self, Kind};
 use crate::policy::ResolvedPath;
 use crate::progress::Tally;
 use crate::reply_size::{escaped_text_len, Budget, REPLY_NAME};
 use crate::tools::info::iso8601_utc;
-use crate::tools::write::TEMP_PREFIX;
 use crate::tools::{Content, Ctx, Output, Structured};
 use crate::walk::{self, Entry, EntryKind, Exclude, WalkOptions};
 

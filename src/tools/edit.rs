@@ -16,10 +16,10 @@ use nix::fcntl::OFlag;
 use serde::Deserialize;
 
 use crate::error::{shortened, ToolError};
+use crate::fs::atomic::atomic_write;
 use crate::policy::ResolvedPath;
 use crate::reply_size::{escaped_text_len, Budget, REPLY_NAME};
 use crate::tools::read::MAX_READ_BYTES;
-use crate::tools::write::atomic_write;
 use crate::tools::{Content, Ctx, Output};
 use crate::walk;
 

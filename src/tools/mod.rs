@@ -14,7 +14,7 @@ mod grep;
 mod info;
 pub mod read;
 mod relocate;
-pub mod write;
+mod write;
 
 use serde::de::DeserializeOwned;
 use serde_json::Value;
