@@ -5,7 +5,6 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use crate::policy::{Denied, DenyReason};
-use crate::tools::edit::matching::EditError;
 
 /// The contract's error codes a tool can produce. The protocol's own codes (-32700, -32600,
 /// -32601) live in `protocol::jsonrpc`, since no tool can cause them.
@@ -64,7 +63,10 @@ pub enum ToolError {
         name: String,
     },
     /// An edit did not apply (not found, not unique, bad regex, missing group): nothing written.
-    Edit(EditError),
+    /// `detail` is the edit's own message (`tools::edit`'s `From<EditError>`).
+    EditNotApplied {
+        detail: String,
+    },
     /// A tool panicked; the server goes on.
     Panicked {
         detail: String,
@@ -87,7 +89,7 @@ impl ToolError {
             | ToolError::ReplyTooLarge { .. }
             | ToolError::Cancelled
             | ToolError::Io { .. }
-            | ToolError::Edit(_)
+            | ToolError::EditNotApplied { .. }
             | ToolError::InvalidRegex { .. }
             | ToolError::Panicked { .. } => INTERNAL,
         }
@@ -123,7 +125,7 @@ impl fmt::Display for ToolError {
             ToolError::NoGlobMatch { pattern } => {
                 write!(f, "not found: the glob `{}` matched no files", shortened(pattern))
             }
-            ToolError::Edit(e) => e.fmt(f),
+            ToolError::EditNotApplied { detail } => f.write_str(detail),
             ToolError::CommandDenied { name } => {
                 write!(f, "command not allowed: `{name}` is on this server's --deny-command list")
             }

@@ -92,6 +92,10 @@ fn serve(config: Config) -> ExitCode {
 /// SIGINT, SIGTERM or SIGHUP cancel the call (killing a command it started) and exit 128+N.
 fn call_once(call: OneShot) -> ExitCode {
     let OneShot { config, tool, args, json } = call;
+    let args = match args.read() {
+        Ok(args) => args,
+        Err(message) => return answer("", &message, 2),
+    };
     init_logging(config.log_filter.as_deref());
     let confined = confine(&config, tool == "execute_command", false);
     let (policy, settings) = scope(config, &confined);

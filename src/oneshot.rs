@@ -26,20 +26,41 @@ pub struct Answer {
     pub status: u8,
 }
 
-/// `replay call`'s JSON-ARGS: absent means `{}`, `-` means stdin. `Err` is a usage error.
-pub fn arguments(raw: Option<&str>) -> Result<Value, String> {
-    let text = match raw {
-        None => return Ok(json!({})),
-        Some("-") => {
-            let mut text = String::new();
-            std::io::stdin()
-                .read_to_string(&mut text)
-                .map_err(|e| format!("replay call: cannot read JSON-ARGS from stdin: {e}"))?;
-            text
+/// `replay call`'s JSON-ARGS as the command line gives them: parsed, or still on stdin, which is
+/// read when the command runs (`Arguments::read`), never while the arguments are parsed.
+#[derive(Debug, PartialEq)]
+pub enum Arguments {
+    Given(Value),
+    Stdin,
+}
+
+impl Arguments {
+    /// The arguments, read from stdin if they are there. `Err` is a usage error.
+    pub fn read(self) -> Result<Value, String> {
+        match self {
+            Arguments::Given(args) => Ok(args),
+            Arguments::Stdin => {
+                let mut text = String::new();
+                std::io::stdin()
+                    .read_to_string(&mut text)
+                    .map_err(|e| format!("replay call: cannot read JSON-ARGS from stdin: {e}"))?;
+                parse_arguments(&text)
+            }
         }
-        Some(text) => text.to_string(),
-    };
-    serde_json::from_str(&text).map_err(|e| {
+    }
+}
+
+/// `replay call`'s JSON-ARGS: absent means `{}`, `-` means stdin. `Err` is a usage error.
+pub fn arguments(raw: Option<&str>) -> Result<Arguments, String> {
+    match raw {
+        None => Ok(Arguments::Given(json!({}))),
+        Some("-") => Ok(Arguments::Stdin),
+        Some(text) => parse_arguments(text).map(Arguments::Given),
+    }
+}
+
+fn parse_arguments(text: &str) -> Result<Value, String> {
+    serde_json::from_str(text).map_err(|e| {
         let shown: String = text.chars().take(60).collect();
         format!(
             "replay call: JSON-ARGS is not JSON ({e}): {shown:?}\nGive the tool's arguments as \

@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 use serde_json::{json, Value};
 use tokio::task::JoinSet;
 
+use crate::cli::ToolErrors;
 use crate::progress::{Cancel, Progress};
 use crate::protocol::dispatch;
 use crate::protocol::jsonrpc::{self, Element, Id, Message, RpcError};
@@ -15,7 +16,7 @@ use crate::protocol::reply::{self, Budget};
 use crate::protocol::revision::Revision;
 use crate::protocol::schedule;
 use crate::protocol::scope::Scope;
-use crate::protocol::session::{Session, ToolErrors};
+use crate::protocol::session::Session;
 use crate::protocol::transport::Outbox;
 use crate::protocol::turns::Turn;
 

@@ -187,10 +187,7 @@ fn edit_one(
     };
     let stop = || ctx.cancel.is_cancelled();
     let edited =
-        apply_edits_until(&original, edits, MAX_EDITED_BYTES, &stop).map_err(|e| match e {
-            EditError::Stopped => ToolError::Cancelled,
-            e => ToolError::Edit(e),
-        })?;
+        apply_edits_until(&original, edits, MAX_EDITED_BYTES, &stop).map_err(ToolError::from)?;
     if dry_run {
         return unified_diff(shown, &original, &edited, &stop, budget);
     }
@@ -315,4 +312,13 @@ fn intended_edits(shown: &Path, edits: &[Edit]) -> String {
         ));
     }
     text
+}
+
+impl From<EditError> for ToolError {
+    fn from(e: EditError) -> ToolError {
+        match e {
+            EditError::Stopped => ToolError::Cancelled,
+            e => ToolError::EditNotApplied { detail: e.to_string() },
+        }
+    }
 }
