@@ -16,7 +16,7 @@ use crate::policy::confined::{self, Kind};
 use crate::policy::ResolvedPath;
 use crate::progress::Tally;
 use crate::reply_size::{escaped_text_len, Budget, REPLY_NAME};
-use crate::tools::info::iso8601_utc;
+use crate::tools::format::iso8601_utc;
 use crate::tools::{Content, Ctx, Output, Structured};
 use crate::walk::{self, Entry, EntryKind, Exclude, WalkOptions};
 

@@ -6,10 +6,9 @@ use serde_json::{json, Value};
 use crate::error::ToolError;
 use crate::progress::Tally;
 use crate::reply_size::{escaped_text_len, Budget, REPLY_NAME};
+use crate::tools::format::NO_MATCHES;
 use crate::tools::{resolve_dir, Ctx, Output, Structured};
 use crate::walk::{self, EntryKind, Exclude, WalkOptions};
-
-pub const NO_MATCHES: &str = "(no matches found)";
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]

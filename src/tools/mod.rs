@@ -10,6 +10,7 @@ mod directory;
 pub mod edit;
 mod exec;
 mod find;
+mod format;
 mod grep;
 mod info;
 pub mod read;
