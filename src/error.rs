@@ -33,6 +33,23 @@ pub enum ToolError {
     IsADirectory {
         path: PathBuf,
     },
+    /// A device, socket or FIFO where a regular file is needed.
+    NotRegularFile {
+        path: PathBuf,
+    },
+    /// A file to edit that is not UTF-8 text.
+    Binary {
+        path: PathBuf,
+    },
+    /// A file with other names (hard links), which changing in place would change too.
+    HardLinked {
+        path: PathBuf,
+        links: u64,
+    },
+    /// A directory where copy_file would overwrite a file: a directory is never replaced.
+    DirectoryInTheWay {
+        path: PathBuf,
+    },
     AlreadyExists {
         path: PathBuf,
     },
@@ -84,6 +101,10 @@ impl ToolError {
             ToolError::InvalidParams { .. } => INVALID_PARAMS,
             ToolError::NotADirectory { .. }
             | ToolError::IsADirectory { .. }
+            | ToolError::NotRegularFile { .. }
+            | ToolError::Binary { .. }
+            | ToolError::HardLinked { .. }
+            | ToolError::DirectoryInTheWay { .. }
             | ToolError::AlreadyExists { .. }
             | ToolError::TooLarge { .. }
             | ToolError::ReplyTooLarge { .. }
@@ -141,6 +162,28 @@ impl fmt::Display for ToolError {
             ToolError::IsADirectory { path } => write!(
                 f,
                 "is a directory: {}; use list_directory or directory_tree for directories",
+                path.display()
+            ),
+            ToolError::NotRegularFile { path } => {
+                write!(f, "not a regular file: {} is a device, FIFO or socket", path.display())
+            }
+            // The three below keep the words of the I/O errors they were.
+            ToolError::Binary { path } => write!(
+                f,
+                "edit failed: {}: not UTF-8 text; binary files cannot be edited",
+                path.display()
+            ),
+            ToolError::HardLinked { path, links } => write!(
+                f,
+                "append failed: {}: the file has {links} hard links, and appending in place \
+                 would change the other names too; write the whole content without append \
+                 instead",
+                path.display()
+            ),
+            ToolError::DirectoryInTheWay { path } => write!(
+                f,
+                "overwrite failed: {}: it is a directory, and copy_file overwrites files only; \
+                 delete it first with delete_file if that is really intended",
                 path.display()
             ),
             ToolError::AlreadyExists { path } => {

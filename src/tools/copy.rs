@@ -22,8 +22,6 @@ use crate::platform;
 use crate::policy::confined::{Kind, Slot};
 use crate::tools::{Ctx, Output};
 
-const NOT_COPYABLE: &str = "not a regular file or directory (a device, FIFO or socket)";
-
 #[derive(Deserialize)]
 pub struct CopyFileArgs {
     source: String,
@@ -39,7 +37,7 @@ pub fn copy_file(ctx: &Ctx, args: CopyFileArgs) -> Result<Output, ToolError> {
     // A device, FIFO or socket is refused before it is opened (opening some devices acts).
     let meta = source.metadata().map_err(failed)?;
     if !meta.is_file() && !meta.is_dir() {
-        return Err(failed(io::Error::new(io::ErrorKind::Unsupported, NOT_COPYABLE)));
+        return Err(ToolError::NotRegularFile { path: source.shown });
     }
     // Non-blocking all the same: should a FIFO take the file's place meanwhile, the copy fails
     // instead of waiting for a writer.
@@ -75,12 +73,7 @@ pub fn copy_file(ctx: &Ctx, args: CopyFileArgs) -> Result<Output, ToolError> {
             return Err(ToolError::AlreadyExists { path: destination.shown.clone() })
         }
         Some(stat) => match stat.kind() {
-            Kind::Dir => {
-                return Err(refuse(
-                    "it is a directory, and copy_file overwrites files only; delete it first \
-                     with delete_file if that is really intended",
-                ))
-            }
+            Kind::Dir => return Err(ToolError::DirectoryInTheWay { path: destination.shown }),
             _ if source_kind == Kind::Dir => {
                 return Err(refuse(
                     "a directory does not replace a file; delete the file first with \

@@ -14,12 +14,12 @@ use std::sync::Mutex;
 use serde::Deserialize;
 
 use crate::error::ToolError;
+use crate::fs::read::MAX_READ_BYTES;
 use crate::js_regex::{FastRegex, JsRegex};
 use crate::policy::ResolvedPath;
 use crate::progress::Tally;
 use crate::reply_size::{escaped_text_len, Budget, REPLY_NAME};
 use crate::tools::format::NO_MATCHES;
-use crate::tools::read::MAX_READ_BYTES;
 use crate::tools::{resolve_dir, Ctx, Output, Structured};
 use crate::walk::{self, EntryKind, Exclude, WalkOptions};
 

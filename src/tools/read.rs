@@ -3,28 +3,18 @@
 
 mod paging;
 
-use std::fs::{File, Metadata};
-use std::io::Read;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 
-use nix::fcntl::OFlag;
 use serde::Deserialize;
 
 use crate::base64;
 use crate::error::ToolError;
+use crate::fs::read::{open_regular, read_all, read_capped, MAX_READ_BYTES};
 use crate::policy::ResolvedPath;
-use crate::reply_size::{self, escaped_text_len, Budget, REPLY_BYTES, REPLY_NAME};
+use crate::reply_size::{escaped_text_len, Budget, REPLY_BYTES, REPLY_NAME};
 use crate::tools::{Content, Ctx, Output};
 use paging::{Limits, PageError, Range};
-
-/// read_file refuses files larger than this: a model cannot use more in one reply, and the
-/// base64 of a binary file grows it by a third again. A partial read returns at most this much,
-/// and counts the lines of a file up to this size.
-pub const MAX_READ_BYTES: u64 = 16 * 1024 * 1024;
-
-// A whole file of the largest size read_file returns fits a reply even as base64.
-const _: () = assert!(reply_size::base64_len(MAX_READ_BYTES as usize) <= REPLY_BYTES);
 
 /// How much of a file's start a partial read looks at to tell a binary file: one with a NUL byte
 /// there is binary, whatever the lines asked for hold (grep_files looks at as much).
@@ -264,54 +254,6 @@ fn read_one_of_many(ctx: &Ctx, path: &str, room: usize, head: usize) -> Result<S
             mime_type(&resolved.real)
         )),
     }
-}
-
-/// Opens a regular file for reading: a directory, device, socket or pipe is refused.
-fn open_regular(resolved: &ResolvedPath) -> Result<(File, Metadata), ToolError> {
-    let shown = &resolved.shown;
-    // O_NONBLOCK: opening a FIFO must not hang the call; it changes nothing for regular files.
-    let file = resolved
-        .open(OFlag::O_RDONLY | OFlag::O_NONBLOCK)
-        .map_err(|e| ToolError::io("read", shown, e))?;
-    let meta = file.metadata().map_err(|e| ToolError::io("read", shown, e))?;
-    if meta.is_dir() {
-        return Err(ToolError::IsADirectory { path: shown.clone() });
-    }
-    if !meta.is_file() {
-        let source = std::io::Error::other("not a regular file (a device, socket or pipe)");
-        return Err(ToolError::Io { op: "read", path: shown.clone(), source });
-    }
-    Ok((file, meta))
-}
-
-/// Reads a regular file of at most `MAX_READ_BYTES`.
-fn read_capped(resolved: &ResolvedPath) -> Result<Vec<u8>, ToolError> {
-    let (file, meta) = open_regular(resolved)?;
-    read_all(file, &meta, &resolved.shown)
-}
-
-/// Reads an open regular file of at most `MAX_READ_BYTES` (`meta` is its metadata).
-fn read_all(file: File, meta: &Metadata, shown: &Path) -> Result<Vec<u8>, ToolError> {
-    if meta.len() > MAX_READ_BYTES {
-        return Err(ToolError::TooLarge {
-            path: shown.to_path_buf(),
-            size: meta.len(),
-            cap: MAX_READ_BYTES,
-        });
-    }
-    let mut bytes = Vec::with_capacity(meta.len() as usize);
-    // The file may grow between the stat and the read: never take more than the cap.
-    file.take(MAX_READ_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| ToolError::io("read", shown, e))?;
-    if bytes.len() as u64 > MAX_READ_BYTES {
-        return Err(ToolError::TooLarge {
-            path: shown.to_path_buf(),
-            size: bytes.len() as u64,
-            cap: MAX_READ_BYTES,
-        });
-    }
-    Ok(bytes)
 }
 
 /// Whether `bytes` would be read as text (without copying them): see [`text_of`].

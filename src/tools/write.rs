@@ -5,6 +5,7 @@ use std::fs::File;
 use std::io::{self, Write};
 use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::fs::MetadataExt;
+use std::path::Path;
 
 use nix::errno::Errno;
 use nix::fcntl::{openat, OFlag};
@@ -29,8 +30,7 @@ pub fn write_file(ctx: &Ctx, args: WriteFileArgs) -> Result<Output, ToolError> {
     let resolved = ctx.policy.resolve_write(&args.path)?;
     let slot = resolved.slot(true).map_err(|e| ToolError::io("write", &resolved.shown, e))?;
     if args.append {
-        append(&slot, args.content.as_bytes())
-            .map_err(|e| ToolError::io("append", &resolved.shown, e))?;
+        append(&slot, args.content.as_bytes(), &resolved.shown)?;
         return Ok(Output::text(format!("Successfully appended to {}", resolved.shown.display())));
     }
     atomic_write(&slot, args.content.as_bytes())
@@ -47,14 +47,15 @@ pub fn write_file(ctx: &Ctx, args: WriteFileArgs) -> Result<Output, ToolError> {
 /// touched. A failed write or fsync (a full disk) is undone: the file is cut back to its old
 /// length, or a file this call created is removed, unless another process wrote to it
 /// meanwhile, whose bytes are kept.
-pub fn append(slot: &Slot, bytes: &[u8]) -> io::Result<()> {
-    if let Some(stat) = slot.stat()? {
+fn append(slot: &Slot, bytes: &[u8], shown: &Path) -> Result<(), ToolError> {
+    let failed = |e| ToolError::io("append", shown, e);
+    if let Some(stat) = slot.stat().map_err(failed)? {
         match stat.kind() {
             Kind::File => {}
-            Kind::Dir => return Err(io::Error::from(io::ErrorKind::IsADirectory)),
+            Kind::Dir => return Err(failed(io::Error::from(io::ErrorKind::IsADirectory))),
             // The policy resolved every link: one here was put there since.
-            Kind::Symlink => return Err(io::Error::from(Errno::ELOOP)),
-            Kind::Other => return Err(not_a_regular_file()),
+            Kind::Symlink => return Err(failed(io::Error::from(Errno::ELOOP))),
+            Kind::Other => return Err(ToolError::NotRegularFile { path: shown.to_path_buf() }),
         }
     }
     let dir = slot.dir.as_fd();
@@ -69,22 +70,20 @@ pub fn append(slot: &Slot, bytes: &[u8]) -> io::Result<()> {
     let create = flags | OFlag::O_CREAT | OFlag::O_EXCL;
     let (fd, created) = match openat(dir, name, create, Mode::from_bits_truncate(0o666)) {
         Ok(fd) => (fd, true),
-        Err(Errno::EEXIST) => (openat(dir, name, flags, Mode::empty())?, false),
-        Err(e) => return Err(e.into()),
+        Err(Errno::EEXIST) => {
+            (openat(dir, name, flags, Mode::empty()).map_err(|e| failed(e.into()))?, false)
+        }
+        Err(e) => return Err(failed(e.into())),
     };
     let mut file = File::from(fd);
-    let meta = file.metadata()?;
+    let meta = file.metadata().map_err(failed)?;
     if !meta.is_file() {
-        return Err(not_a_regular_file());
+        return Err(ToolError::NotRegularFile { path: shown.to_path_buf() });
     }
     if meta.nlink() > 1 {
         // Every other write replaces the directory entry, so a hard link to a file elsewhere is
         // never written through; appending in place would change that file too.
-        return Err(io::Error::other(format!(
-            "the file has {} hard links, and appending in place would change the other names \
-             too; write the whole content without append instead",
-            meta.nlink()
-        )));
+        return Err(ToolError::HardLinked { path: shown.to_path_buf(), links: meta.nlink() });
     }
     let old_len = meta.len();
     let mut written = 0;
@@ -108,17 +107,13 @@ pub fn append(slot: &Slot, bytes: &[u8]) -> io::Result<()> {
                 let _ = file.set_len(old_len);
             }
         }
-        return result;
+        return result.map_err(failed);
     }
     if created {
         // Make the new entry durable (a bare `O_PATH` handle cannot be synced: best effort).
         let _ = nix::unistd::fsync(dir);
     }
     Ok(())
-}
-
-fn not_a_regular_file() -> io::Error {
-    io::Error::other("not a regular file (a device, socket or pipe)")
 }
 
 /// Removes `name` from `dir` if it is still the file `file` is open on.
