@@ -15,6 +15,7 @@ use nix::errno::Errno;
 use nix::fcntl::{openat, renameat, OFlag};
 use nix::unistd::{unlinkat, UnlinkatFlags};
 
+use crate::platform;
 use crate::policy::confined::{self, Kind, Slot};
 
 /// The prefix of every temp file replay creates, so that a leftover one (the server killed
@@ -23,8 +24,9 @@ use crate::policy::confined::{self, Kind, Slot};
 pub const TEMP_PREFIX: &str = ".replay-tmp.";
 
 /// Replaces the slot's entry with `bytes` so that a reader (or a crash) sees the old content or
-/// the new, never a mix. An existing file keeps its permissions and, where allowed, its owner.
-/// The temp file is created, and renamed over the entry, in the slot's directory handle: no
+/// the new, never a mix. An existing file keeps its permissions (less setuid and setgid: see
+/// `kept_mode`), its user xattrs and POSIX ACL (where the file system takes them) and, where
+/// allowed, its owner. The temp file is created, and renamed over the entry, in the slot's directory handle: no
 /// path is looked up again.
 ///
 /// The first time this process writes into a directory, it first removes the temp files that
@@ -41,15 +43,21 @@ pub fn atomic_write(slot: &Slot, bytes: &[u8]) -> io::Result<()> {
     };
     let dir = slot.dir.as_fd();
     sweep_stale_temps(dir);
-    let mode = existing.map(|stat| stat.mode & 0o7777);
-    let (tmp_name, mut tmp) = create_temp(dir, mode)?;
+    let xattrs = match &existing {
+        Some(stat) if stat.kind() == Kind::File => old_xattrs(slot),
+        _ => Vec::new(),
+    };
+    // An existing file's temp starts as the owner's alone (0600), so that its xattrs can be
+    // set whatever the final mode; the final mode is set last.
+    let (tmp_name, mut tmp) = create_temp(dir, existing.map(|_| 0o600))?;
     let result = (|| -> io::Result<()> {
         tmp.write_all(bytes)?;
         if let Some(stat) = &existing {
-            // The create mode was filtered by the umask; restore the original bits exactly.
-            tmp.set_permissions(fs::Permissions::from_mode(stat.mode & 0o7777))?;
+            platform::set_xattrs(tmp.as_fd(), &xattrs);
             // Only root may give a file away; for anyone else this fails and the owner is theirs.
             let _ = std::os::unix::fs::fchown(&tmp, Some(stat.uid), Some(stat.gid));
+            // After the chown, which may clear bits: the kept mode, exactly, umask or not.
+            tmp.set_permissions(fs::Permissions::from_mode(kept_mode(stat.mode)))?;
         }
         tmp.sync_all()?;
         Ok(renameat(dir, tmp_name.as_str(), dir, slot.name.as_os_str())?)
@@ -61,6 +69,30 @@ pub fn atomic_write(slot: &Slot, bytes: &[u8]) -> io::Result<()> {
     // Make the rename itself durable (a bare `O_PATH` handle cannot be synced: best effort).
     let _ = nix::unistd::fsync(dir);
     Ok(())
+}
+
+/// The mode a rewritten file keeps: its permission bits and the sticky bit, never setuid or
+/// setgid. The kernel drops those when an unprivileged process writes to a file, so that new
+/// content does not run with the owner's (or group's) rights; a rewrite drops them likewise,
+/// whoever the server runs as (root too), so the outcome does not depend on it.
+fn kept_mode(mode: u32) -> u32 {
+    const SETUID_SETGID: u32 = 0o6000;
+    mode & 0o7777 & !SETUID_SETGID
+}
+
+/// The xattrs (user attributes, the POSIX ACL) of the file a rewrite replaces, to give the
+/// replacement (`platform::kept_xattrs`). Nothing if it cannot be opened for reading: best
+/// effort, as the copy is.
+fn old_xattrs(slot: &Slot) -> Vec<(std::ffi::CString, Vec<u8>)> {
+    let flags = OFlag::O_RDONLY
+        | OFlag::O_NOFOLLOW
+        | OFlag::O_NONBLOCK
+        | OFlag::O_NOCTTY
+        | OFlag::O_CLOEXEC;
+    match openat(slot.dir.as_fd(), slot.name.as_os_str(), flags, nix::sys::stat::Mode::empty()) {
+        Ok(fd) => platform::kept_xattrs(fd.as_fd()),
+        Err(_) => Vec::new(),
+    }
 }
 
 /// Removes the `.replay-tmp.<pid>.<n>` files (and copy_file's directories) in `dir` whose `<pid>` is not a running process:
