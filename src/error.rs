@@ -15,8 +15,12 @@ pub const INTERNAL: i32 = -32603;
 
 #[derive(Debug)]
 pub enum ToolError {
-    /// The policy refused a path (or found it unusable: `DenyReason::Invalid`).
+    /// The policy refused a path: outside the allowed directories, or a write under a read-only
+    /// one (-32001).
     NotAllowed(Denied),
+    /// A path the policy could not use at all (`DenyReason::Invalid`: empty, a NUL byte, too
+    /// long): bad arguments (-32602).
+    InvalidPath(Denied),
     NotFound {
         path: PathBuf,
     },
@@ -88,17 +92,20 @@ pub enum ToolError {
     Panicked {
         detail: String,
     },
+    /// A tool's schema in `schemas/` did not compile (a build that passed its tests cannot
+    /// have this; the call is refused rather than run unchecked).
+    BrokenSchema {
+        tool: String,
+        detail: String,
+    },
 }
 
 impl ToolError {
     pub fn code(&self) -> i32 {
         match self {
-            ToolError::NotAllowed(Denied { reason: DenyReason::Invalid { .. }, .. }) => {
-                INVALID_PARAMS
-            }
             ToolError::NotAllowed(_) | ToolError::CommandDenied { .. } => NOT_ALLOWED,
             ToolError::NotFound { .. } | ToolError::NoGlobMatch { .. } => NOT_FOUND,
-            ToolError::InvalidParams { .. } => INVALID_PARAMS,
+            ToolError::InvalidParams { .. } | ToolError::InvalidPath(_) => INVALID_PARAMS,
             ToolError::NotADirectory { .. }
             | ToolError::IsADirectory { .. }
             | ToolError::NotRegularFile { .. }
@@ -112,7 +119,8 @@ impl ToolError {
             | ToolError::Io { .. }
             | ToolError::EditNotApplied { .. }
             | ToolError::InvalidRegex { .. }
-            | ToolError::Panicked { .. } => INTERNAL,
+            | ToolError::Panicked { .. }
+            | ToolError::BrokenSchema { .. } => INTERNAL,
         }
     }
 
@@ -132,16 +140,40 @@ impl ToolError {
     }
 }
 
+/// An error written as text inside a reply or on a terminal: every form is here, each the one
+/// the contract (or the command line) fixes for its place.
+impl ToolError {
+    /// read_multiple_files' item for a file that failed (after its `path:` line):
+    /// `[error: message]`.
+    pub fn as_item(&self) -> String {
+        format!("[error: {self}]")
+    }
+
+    /// edit_files' line for a file that failed: `path: [error CODE] message`.
+    pub fn as_line(&self, path: &Path) -> String {
+        format!("{}: [error {}] {self}", path.display(), self.code())
+    }
+}
+
+/// An error where no JSON-RPC error object carries it (a result with `--tool-errors result`,
+/// `replay call`'s stderr): `error CODE: message`.
+pub fn as_text(code: i32, message: &str) -> String {
+    format!("error {code}: {message}")
+}
+
 impl From<Denied> for ToolError {
     fn from(denied: Denied) -> ToolError {
-        ToolError::NotAllowed(denied)
+        match denied.reason {
+            DenyReason::Invalid { .. } => ToolError::InvalidPath(denied),
+            _ => ToolError::NotAllowed(denied),
+        }
     }
 }
 
 impl fmt::Display for ToolError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            ToolError::NotAllowed(denied) => denied.fmt(f),
+            ToolError::NotAllowed(denied) | ToolError::InvalidPath(denied) => denied.fmt(f),
             ToolError::NotFound { path } => write!(f, "not found: {}", path.display()),
             ToolError::NoGlobMatch { pattern } => {
                 write!(f, "not found: the glob `{}` matched no files", shortened(pattern))
@@ -210,6 +242,9 @@ impl fmt::Display for ToolError {
                 write!(f, "{op} failed: {}: {source}", path.display())
             }
             ToolError::Panicked { detail } => write!(f, "internal error: {detail}"),
+            ToolError::BrokenSchema { tool, detail } => {
+                write!(f, "internal error: the input schema of {tool} does not compile: {detail}")
+            }
         }
     }
 }

@@ -9,6 +9,7 @@ use std::io::Read;
 
 use serde_json::{json, Value};
 
+use crate::error;
 use crate::policy::Policy;
 use crate::progress::{Cancel, Progress};
 use crate::protocol::dispatch::{self, ToolReply};
@@ -88,7 +89,7 @@ pub fn call(policy: &Policy, settings: &Settings, cancel: &Cancel, request: Requ
         Err(error) => {
             let stdout =
                 if json { json_line(dispatch::error_result(&error)) } else { String::new() };
-            let stderr = format!("replay: error {}: {}\n", error.code, error.message);
+            let stderr = format!("replay: {}\n", error::as_text(error.code, &error.message));
             return Answer { stdout, stderr, status: 1 };
         }
     };

@@ -108,7 +108,7 @@ pub fn edit_files(ctx: &Ctx, args: EditFilesArgs) -> Result<Output, ToolError> {
         content.push(match edit_one(ctx, file, &edits, args.dry_run, &mut budget) {
             Ok(text) => Content::Text(text),
             Err(ToolError::Cancelled) => return Err(ToolError::Cancelled),
-            Err(e) => Content::Text(format!("{}: [error {}] {e}", file.shown.display(), e.code())),
+            Err(e) => Content::Text(e.as_line(&file.shown)),
         });
         ctx.progress.report(done, Some(total), || format!("processed {done} of {total} files"));
     }

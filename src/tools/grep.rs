@@ -169,7 +169,7 @@ fn scopes(ctx: &Ctx, args: &GrepArgs) -> Result<(Vec<Scope>, usize), ToolError> 
         let (base, rest) = walk::split_glob(glob);
         match resolve_dir(ctx, &base.to_string_lossy(), "search") {
             Ok(dir) => scopes.push(Scope { root: dir, globs: vec![rest] }),
-            Err(ToolError::NotAllowed(_)) => skipped += 1,
+            Err(ToolError::NotAllowed(_) | ToolError::InvalidPath(_)) => skipped += 1,
             Err(ToolError::NotFound { .. }) => {}
             Err(e) => return Err(e),
         }

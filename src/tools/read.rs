@@ -203,7 +203,7 @@ pub fn read_multiple_files(ctx: &Ctx, args: ReadMultipleFilesArgs) -> Result<Out
         let room = budget.left().saturating_sub(head);
         let body = match read_one_of_many(ctx, path, room, head) {
             Ok(body) => body,
-            Err(e) => format!("[error: {e}]"),
+            Err(e) => e.as_item(),
         };
         // The notes and errors are short; taken whether or not they fit.
         if !budget.take(head + escaped_text_len(body.as_bytes())) {
