@@ -12,7 +12,7 @@ use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand}
 
 use crate::client_config::{self, Client};
 use crate::oneshot;
-use crate::policy::{canonical_root, Access, AllowedRoot};
+use crate::policy::{canonical_root, expand_home, Access, AllowedRoot};
 use crate::sandbox::SandboxConfig;
 use crate::selection::{self, Selection, UnknownTool, WRITERS};
 
@@ -554,13 +554,6 @@ fn canonical_roots(
         }
     }
     Ok(roots)
-}
-
-fn expand_home(raw: &str, home: Option<&Path>) -> PathBuf {
-    match (home, Path::new(raw).strip_prefix("~")) {
-        (Some(home), Ok(rest)) => home.join(rest),
-        _ => PathBuf::from(raw),
-    }
 }
 
 #[cfg(test)]

@@ -41,6 +41,27 @@ pub struct AllowedRoot {
     pub access: Access,
 }
 
+/// The index of the deepest of `roots` holding `path`, the one whose access counts: a read-only
+/// folder inside a read-write root stays read-only, and a read-write folder inside a read-only
+/// root is writable. The policy and the narrowing of client roots both choose this way.
+pub fn deepest_root(roots: &[AllowedRoot], path: &Path) -> Option<usize> {
+    roots
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| path.starts_with(&r.path))
+        .max_by_key(|(_, r)| r.path.components().count())
+        .map(|(i, _)| i)
+}
+
+/// `~` or `~/rest` as `home` or `home/rest`, when the home directory is known; any other path
+/// as it is. The command line's directories and the clients' paths expand alike.
+pub fn expand_home(raw: &str, home: Option<&Path>) -> PathBuf {
+    match (home, Path::new(raw).strip_prefix("~")) {
+        (Some(home), Ok(rest)) => home.join(rest),
+        _ => PathBuf::from(raw),
+    }
+}
+
 /// Why a path was refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum DenyReason {
@@ -199,12 +220,7 @@ impl Policy {
     /// The index of the deepest root holding `path`: a read-only folder inside a read-write
     /// root stays read-only, and a read-write folder inside a read-only root is writable.
     fn most_specific_root(&self, path: &Path) -> Option<usize> {
-        self.roots
-            .iter()
-            .enumerate()
-            .filter(|(_, r)| path.starts_with(&r.path))
-            .max_by_key(|(_, r)| r.path.components().count())
-            .map(|(i, _)| i)
+        deepest_root(&self.roots, path)
     }
 
     /// Returns `(shown, real)`.
@@ -253,12 +269,9 @@ impl Policy {
     }
 
     fn absolute(&self, raw: &str) -> PathBuf {
-        let path = Path::new(raw);
-        if let (Some(home), Ok(rest)) = (&self.home, path.strip_prefix("~")) {
-            return home.join(rest);
-        }
+        let path = expand_home(raw, self.home.as_deref());
         if path.is_absolute() {
-            return path.to_path_buf();
+            return path;
         }
         match self.project_dir() {
             Some(dir) => dir.join(path),

@@ -4,6 +4,7 @@
 //! that killed servers left behind.
 
 use std::collections::HashSet;
+use std::ffi::OsStr;
 use std::fs::{self, File};
 use std::io::{self, Write};
 use std::os::fd::{AsFd, BorrowedFd};
@@ -170,5 +171,31 @@ fn create_temp(dir: BorrowedFd<'_>, mode: Option<u32>) -> io::Result<(String, Fi
             Err(Errno::EEXIST) => continue,
             Err(e) => return Err(e.into()),
         }
+    }
+}
+
+/// Renames `from` in `from_dir` to `to` in `to_dir` without ever replacing what is there
+/// (`AlreadyExists`): the kernel's exclusive rename (`platform::rename_exclusive`), so an entry
+/// that appears meanwhile is not lost either. Where the file system cannot rename exclusively
+/// (some FUSE file systems, older NFS), it checks that `to` is free, then renames plainly: a
+/// narrow window, on those file systems only. Other errors come back as the kernel gave them
+/// (`EXDEV` across file systems, for move_file to copy instead).
+pub fn rename_no_replace(
+    from_dir: BorrowedFd<'_>,
+    from: &OsStr,
+    to_dir: BorrowedFd<'_>,
+    to: &OsStr,
+) -> io::Result<()> {
+    match platform::rename_exclusive(from_dir, from, to_dir, to) {
+        Ok(()) => Ok(()),
+        Err(errno) if platform::cannot_rename_exclusively(errno) => {
+            match confined::stat_at(to_dir, to) {
+                Ok(_) => return Err(io::Error::from(io::ErrorKind::AlreadyExists)),
+                Err(Errno::ENOENT) => {}
+                Err(e) => return Err(e.into()),
+            }
+            Ok(renameat(from_dir, from, to_dir, to)?)
+        }
+        Err(errno) => Err(io::Error::from(errno)),
     }
 }

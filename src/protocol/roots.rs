@@ -9,7 +9,7 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 
-use crate::policy::{canonical_root, Access, AllowedRoot};
+use crate::policy::{canonical_root, deepest_root, Access, AllowedRoot};
 
 /// The directories a `roots/list` result names: `file://` URIs of existing directories,
 /// canonical, in the client's order. Anything else is skipped with a warning.
@@ -47,11 +47,7 @@ pub fn narrow(ceiling: &[AllowedRoot], client: &[PathBuf]) -> Vec<AllowedRoot> {
         }
     };
     for dir in client {
-        let holder = ceiling
-            .iter()
-            .filter(|r| dir.starts_with(&r.path))
-            .max_by_key(|r| r.path.components().count());
-        match holder {
+        match deepest_root(ceiling, dir).map(|i| &ceiling[i]) {
             Some(r) => add(AllowedRoot { path: dir.clone(), access: r.access }),
             None => {
                 tracing::info!(path = %dir.display(), "client root outside the allowed directories; only what lies inside them counts")

@@ -16,11 +16,10 @@ use nix::fcntl::{renameat, OFlag};
 use serde::Deserialize;
 
 use crate::error::ToolError;
-use crate::fs::atomic::temp_name;
+use crate::fs::atomic::{rename_no_replace, temp_name};
 use crate::fs::tree;
-use crate::platform;
 use crate::policy::confined::{Kind, Slot};
-use crate::tools::{Ctx, Output};
+use crate::tools::{into_itself, Ctx, Output};
 
 #[derive(Deserialize)]
 pub struct CopyFileArgs {
@@ -43,7 +42,7 @@ pub fn copy_file(ctx: &Ctx, args: CopyFileArgs) -> Result<Output, ToolError> {
     // instead of waiting for a writer.
     let from = source.open(OFlag::O_RDONLY | OFlag::O_NONBLOCK).map_err(failed)?;
     let source_kind = if meta.is_dir() { Kind::Dir } else { Kind::File };
-    if destination.real.starts_with(&source.real) {
+    if into_itself(&source, &destination) {
         let detail = if destination.real == source.real {
             format!("is the source itself ({})", source.shown.display())
         } else {
@@ -135,16 +134,7 @@ fn rename_into_place(to: &Slot, temp: &str, replace: bool) -> io::Result<()> {
         // ENOTDIR: a directory is never replaced.
         return Ok(renameat(dir, temp, dir, name)?);
     }
-    match platform::rename_exclusive(dir, OsStr::new(temp), dir, name) {
-        Ok(()) => Ok(()),
-        Err(errno) if platform::cannot_rename_exclusively(errno) => {
-            if to.stat()?.is_some() {
-                return Err(io::Error::from(io::ErrorKind::AlreadyExists));
-            }
-            Ok(renameat(dir, temp, dir, name)?)
-        }
-        Err(errno) => Err(io::Error::from(errno)),
-    }
+    rename_no_replace(dir, OsStr::new(temp), dir, name)
 }
 
 /// Removes a half-made copy (replay's own temp name), whose directories may already have been

@@ -147,6 +147,13 @@ pub fn resolve_dir(ctx: &Ctx, raw: &str, op: &'static str) -> Result<ResolvedPat
     Ok(dir)
 }
 
+/// Whether `destination` is `source` itself or lies inside it, where copy_file and move_file
+/// would go into themselves. Compared as resolved paths, component by component (`/a/bc` is
+/// not inside `/a/b`).
+pub fn into_itself(source: &ResolvedPath, destination: &ResolvedPath) -> bool {
+    destination.real.starts_with(&source.real)
+}
+
 /// Deserializes validated arguments. Failing here means a schema is looser than its struct.
 fn parse<T: DeserializeOwned>(args: Value) -> Result<T, ToolError> {
     serde_json::from_value(args).map_err(|e| ToolError::invalid_params("arguments", e.to_string()))
