@@ -6,8 +6,9 @@
 //! `$HOME`), then walked one component at a time, with every symlink of the existing part read and
 //! spliced in, and `..` applied to the already-resolved prefix. Only then is the result compared
 //! with the allowed roots, component by component (`Path::starts_with`, never a string prefix), so
-//! `/x/allowed_evil` is not inside `/x/allowed`. Tools act on [`ResolvedPath::real`], the resolved
-//! path, never on the client's string.
+//! `/x/allowed_evil` is not inside `/x/allowed`. Tools never act on the client's string, nor open
+//! [`ResolvedPath::real`] (the resolved path, for comparing and naming) by path: they reach the
+//! filesystem through a [`ResolvedPath`]'s methods, below.
 //!
 //! The check runs before the filesystem is touched for the operation itself, so a path outside the
 //! allowed set is refused whether or not it exists. The window between this check and the use of
