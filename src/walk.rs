@@ -35,14 +35,10 @@ use crate::policy::confined::{self, Kind};
 use crate::policy::{ResolvedPath, MAX_PATH_BYTES};
 use crate::progress::{Cancel, Tally};
 
-/// What a walked entry is, without following symlinks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum EntryKind {
-    /// A regular file, or a device, FIFO or socket.
-    File,
-    Dir,
-    Symlink,
-}
+/// What a walked entry is, without following symlinks: the one type for an entry's kind,
+/// `policy::confined::Kind`. The walk reports a device, FIFO or socket as `File`, never
+/// `Other`, so the searches list them with the files.
+pub use crate::policy::confined::Kind as EntryKind;
 
 /// One entry below the walk's root.
 #[derive(Debug)]

@@ -500,7 +500,7 @@ impl<'a> TreeWriter<'a> {
                 json.extend_from_slice(b",\"type\":\"directory\",\"children\":[");
                 self.open.push((false, incomplete));
             }
-            EntryKind::File => json.extend_from_slice(b",\"type\":\"file\"}"),
+            EntryKind::File | EntryKind::Other => json.extend_from_slice(b",\"type\":\"file\"}"),
             EntryKind::Symlink => json.extend_from_slice(b",\"type\":\"symlink\"}"),
         }
         if let Some(text) = &mut self.text {
@@ -513,7 +513,7 @@ impl<'a> TreeWriter<'a> {
                 EntryKind::Dir if at_limit || partial => text.push_str("/ ..."),
                 EntryKind::Dir => text.push('/'),
                 EntryKind::Symlink => text.push('@'),
-                EntryKind::File => {}
+                EntryKind::File | EntryKind::Other => {}
             }
         }
     }
