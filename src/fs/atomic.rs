@@ -27,8 +27,8 @@ pub const TEMP_PREFIX: &str = ".replay-tmp.";
 /// Replaces the slot's entry with `bytes` so that a reader (or a crash) sees the old content or
 /// the new, never a mix. An existing file keeps its permissions (less setuid and setgid: see
 /// `kept_mode`), its user xattrs and POSIX ACL (where the file system takes them) and, where
-/// allowed, its owner. The temp file is created, and renamed over the entry, in the slot's directory handle: no
-/// path is looked up again.
+/// allowed, its owner. The temp file is created, and renamed over the entry, in the slot's
+/// directory handle: no path is looked up again.
 ///
 /// The first time this process writes into a directory, it first removes the temp files that
 /// killed servers left there (see `sweep_stale_temps`).
@@ -96,9 +96,10 @@ fn old_xattrs(slot: &Slot) -> Vec<(std::ffi::CString, Vec<u8>)> {
     }
 }
 
-/// Removes the `.replay-tmp.<pid>.<n>` files (and copy_file's directories) in `dir` whose `<pid>` is not a running process:
-/// what a server killed between creating its temp file and renaming it left behind. A temp
-/// file of a live process (this one included) is never touched, nor is any other name.
+/// Removes the `.replay-tmp.<pid>.<n>` files (and copy_file's directories) in `dir` whose
+/// `<pid>` is not a running process: what a server killed between creating its temp file and
+/// renaming it left behind. A temp file of a live process (this one included) is never
+/// touched, nor is any other name.
 ///
 /// Runs at most once per directory per process: one `readdir` of `dir` alone (never its
 /// subdirectories) on the first write there, nothing on later ones, so repeated writes cost a
