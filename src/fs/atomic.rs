@@ -73,12 +73,10 @@ pub fn atomic_write(slot: &Slot, bytes: &[u8]) -> io::Result<()> {
 }
 
 /// The mode a rewritten file keeps: its permission bits and the sticky bit, never setuid or
-/// setgid. The kernel drops those when an unprivileged process writes to a file, so that new
-/// content does not run with the owner's (or group's) rights; a rewrite drops them likewise,
-/// whoever the server runs as (root too), so the outcome does not depend on it.
+/// setgid (`fs::KEPT_MODE_BITS`), whoever the server runs as (root too), so the outcome does not
+/// depend on it.
 fn kept_mode(mode: u32) -> u32 {
-    const SETUID_SETGID: u32 = 0o6000;
-    mode & 0o7777 & !SETUID_SETGID
+    mode & super::KEPT_MODE_BITS
 }
 
 /// The xattrs (user attributes, the POSIX ACL) of the file a rewrite replaces, to give the
