@@ -6,6 +6,9 @@ use std::path::{Path, PathBuf};
 
 use crate::policy::{Denied, DenyReason};
 
+#[cfg(test)]
+mod tests;
+
 /// The contract's error codes a tool can produce. The protocol's own codes (-32700, -32600,
 /// -32601) live in `protocol::jsonrpc`, since no tool can cause them.
 pub const NOT_ALLOWED: i32 = -32001;
@@ -45,6 +48,14 @@ pub enum ToolError {
     Binary {
         path: PathBuf,
     },
+    /// A partial read's line longer than what a page may hold: `limit` names the bound (`16 MiB`),
+    /// in raw bytes, or with `json` in JSON-escaped bytes. `line` is `None` for the last line.
+    LineTooLong {
+        path: PathBuf,
+        line: Option<u64>,
+        limit: String,
+        json: bool,
+    },
     /// A file with other names (hard links), which changing in place would change too.
     HardLinked {
         path: PathBuf,
@@ -52,6 +63,10 @@ pub enum ToolError {
     },
     /// A directory where copy_file would overwrite a file: a directory is never replaced.
     DirectoryInTheWay {
+        path: PathBuf,
+    },
+    /// A file where copy_file would put a directory: a directory does not replace a file.
+    FileInTheWay {
         path: PathBuf,
     },
     AlreadyExists {
@@ -112,6 +127,8 @@ impl ToolError {
             | ToolError::Binary { .. }
             | ToolError::HardLinked { .. }
             | ToolError::DirectoryInTheWay { .. }
+            | ToolError::FileInTheWay { .. }
+            | ToolError::LineTooLong { .. }
             | ToolError::AlreadyExists { .. }
             | ToolError::TooLarge { .. }
             | ToolError::ReplyTooLarge { .. }
@@ -199,7 +216,23 @@ impl fmt::Display for ToolError {
             ToolError::NotRegularFile { path } => {
                 write!(f, "not a regular file: {} is a device, FIFO or socket", path.display())
             }
-            // The three below keep the words of the I/O errors they were.
+            // The five below keep the words of the I/O errors they were.
+            ToolError::LineTooLong { path, line, limit, json } => {
+                write!(f, "read failed: {}: ", path.display())?;
+                match line {
+                    Some(n) => write!(f, "line {n}")?,
+                    None => f.write_str("the last line")?,
+                }
+                if *json {
+                    write!(
+                        f,
+                        " alone takes more than the {limit} of JSON a reply may hold (control \
+                         characters take 6 bytes each once escaped)"
+                    )
+                } else {
+                    write!(f, " alone is longer than the {limit} a partial read returns")
+                }
+            }
             ToolError::Binary { path } => write!(
                 f,
                 "edit failed: {}: not UTF-8 text; binary files cannot be edited",
@@ -216,6 +249,12 @@ impl fmt::Display for ToolError {
                 f,
                 "overwrite failed: {}: it is a directory, and copy_file overwrites files only; \
                  delete it first with delete_file if that is really intended",
+                path.display()
+            ),
+            ToolError::FileInTheWay { path } => write!(
+                f,
+                "overwrite failed: {}: a directory does not replace a file; delete the file \
+                 first with delete_file if that is really intended",
                 path.display()
             ),
             ToolError::AlreadyExists { path } => {

@@ -61,11 +61,6 @@ pub fn copy_file(ctx: &Ctx, args: CopyFileArgs) -> Result<Output, ToolError> {
         }
         Err(e) => return Err(ToolError::io("create parent directories", &destination.shown, e)),
     };
-    let refuse = |detail: &str| ToolError::Io {
-        op: "overwrite",
-        path: destination.shown.clone(),
-        source: io::Error::other(detail.to_string()),
-    };
     let replace = match to.stat().map_err(|e| ToolError::io("copy", &destination.shown, e))? {
         None => false,
         Some(_) if !args.overwrite => {
@@ -74,10 +69,7 @@ pub fn copy_file(ctx: &Ctx, args: CopyFileArgs) -> Result<Output, ToolError> {
         Some(stat) => match stat.kind() {
             Kind::Dir => return Err(ToolError::DirectoryInTheWay { path: destination.shown }),
             _ if source_kind == Kind::Dir => {
-                return Err(refuse(
-                    "a directory does not replace a file; delete the file first with \
-                     delete_file if that is really intended",
-                ))
+                return Err(ToolError::FileInTheWay { path: destination.shown })
             }
             // The policy resolved every link: one here was put there since.
             Kind::Symlink => return Err(failed(io::Error::from(Errno::ELOOP))),

@@ -163,19 +163,11 @@ fn read_lines(
     let page = page.map_err(|e| match e {
         PageError::Io(e) => ToolError::io("read", shown, e),
         PageError::LineTooLong { line, cap } => {
-            let line = line.map_or("the last line".to_string(), |n| format!("line {n}"));
-            let detail = match cap {
-                paging::Cap::Bytes(n) => format!(
-                    "{line} alone is longer than the {} a partial read returns",
-                    paging::size_name(n)
-                ),
-                paging::Cap::Json(n) => format!(
-                    "{line} alone takes more than the {} of JSON a reply may hold (control \
-                     characters take 6 bytes each once escaped)",
-                    paging::size_name(n)
-                ),
+            let (limit, json) = match cap {
+                paging::Cap::Bytes(n) => (paging::size_name(n), false),
+                paging::Cap::Json(n) => (paging::size_name(n), true),
             };
-            ToolError::Io { op: "read", path: shown.clone(), source: std::io::Error::other(detail) }
+            ToolError::LineTooLong { path: shown.clone(), line, limit, json }
         }
         PageError::Stopped => ToolError::Cancelled,
     })?;
