@@ -131,12 +131,6 @@ impl JsRegex {
         self.group_count
     }
 
-    /// Names of named groups in order (for `$<name>` support).
-    #[cfg(test)]
-    pub fn group_names(&self) -> impl Iterator<Item = &str> {
-        self.names.iter().map(|(name, _)| name.as_str())
-    }
-
     /// Index of the group called `name`. Unlike `regex().capture_names()`, this also knows names
     /// the regex crate cannot spell, such as `$x`.
     pub fn group_index(&self, name: &str) -> Option<usize> {

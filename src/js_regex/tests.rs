@@ -192,7 +192,7 @@ fn never_panics() {
 fn api() {
     let re = JsRegex::new(r"(?<year>\d{4})-(?<$m>\d\d)(x)?", false).unwrap();
     assert_eq!(re.group_count(), 3);
-    assert_eq!(re.group_names().collect::<Vec<_>>(), ["year", "$m"]);
+    assert_eq!(re.group_index("year"), Some(1));
     assert_eq!(re.group_index("$m"), Some(2));
     assert_eq!(re.group_index("nope"), None);
     let caps = re.regex().captures("on 2024-05").unwrap().unwrap();

@@ -7,6 +7,8 @@ use std::sync::{Arc, Mutex};
 use serde_json::{json, Value};
 use tokio::task::JoinSet;
 
+use crate::cli::ToolErrors;
+use crate::progress::{Cancel, Progress};
 use crate::protocol::dispatch;
 use crate::protocol::jsonrpc::{self, Element, Id, Message, RpcError};
 use crate::protocol::lock;
@@ -14,10 +16,9 @@ use crate::protocol::reply::{self, Budget};
 use crate::protocol::revision::Revision;
 use crate::protocol::schedule;
 use crate::protocol::scope::Scope;
-use crate::protocol::session::{Session, ToolErrors};
+use crate::protocol::session::Session;
 use crate::protocol::transport::Outbox;
 use crate::protocol::turns::Turn;
-use crate::tools::{Cancel, Progress};
 
 /// Tools answered on the reading thread itself, without a hand-off: read-only, quick, and
 /// never waiting on anything but the local filesystem. A small read costs less than the two

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 
-use crate::policy::{canonical_root, Access, AllowedRoot, MAX_ROOTS};
+use crate::policy::{canonical_root, deepest_root, Access, AllowedRoot, MAX_ROOTS};
 
 /// The directories a `roots/list` result names: `file://` URIs of existing directories,
 /// canonical, in the client's order, at most `MAX_ROOTS` of them. Anything else is skipped
@@ -57,11 +57,7 @@ pub fn narrow(ceiling: &[AllowedRoot], client: &[PathBuf]) -> Vec<AllowedRoot> {
         }
     };
     for dir in client {
-        let holder = ceiling
-            .iter()
-            .filter(|r| dir.starts_with(&r.path))
-            .max_by_key(|r| r.path.components().count());
-        match holder {
+        match deepest_root(ceiling, dir).map(|i| &ceiling[i]) {
             Some(r) => add(AllowedRoot { path: dir.clone(), access: r.access }),
             None => {
                 tracing::info!(path = %dir.display(), "client root outside the allowed directories; only what lies inside them counts")

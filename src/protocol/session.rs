@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
+use crate::cli::ToolErrors;
 use crate::policy::Policy;
 use crate::protocol::calls::Calls;
 use crate::protocol::held::Held;
@@ -21,18 +22,6 @@ use crate::protocol::transport::{self, Line, Outbox};
 use crate::protocol::{lock, roots};
 use crate::sandbox::Sandbox;
 use crate::tools::Settings;
-
-/// How a failing tool call is answered (`--tool-errors`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum ToolErrors {
-    /// A JSON-RPC error with the contract's code (the default).
-    #[default]
-    Rpc,
-    /// A result with `isError: true` whose text carries the code and the message (and, with
-    /// structured output, `structuredContent: {error: {code, message}}`), so that a host that
-    /// hides JSON-RPC errors still shows the model what went wrong.
-    Result,
-}
 
 /// What the session needs beyond the policy and the tools' settings.
 pub struct Options {

@@ -11,13 +11,14 @@ use serde::Deserialize;
 use serde_json::json;
 
 use crate::error::ToolError;
+use crate::fs::atomic::TEMP_PREFIX;
 use crate::policy::confined::{self, Kind};
 use crate::policy::ResolvedPath;
+use crate::progress::Tally;
 use crate::reply_size::{escaped_text_len, Budget, REPLY_NAME};
-use crate::tools::info::iso8601_utc;
-use crate::tools::write::TEMP_PREFIX;
+use crate::tools::format::iso8601_utc;
 use crate::tools::{Content, Ctx, Output, Structured};
-use crate::walk::{self, Entry, EntryKind, Exclude, Tally, WalkOptions};
+use crate::walk::{self, Entry, EntryKind, Exclude, WalkOptions};
 
 #[derive(Deserialize)]
 pub struct PathArgs {
@@ -499,7 +500,7 @@ impl<'a> TreeWriter<'a> {
                 json.extend_from_slice(b",\"type\":\"directory\",\"children\":[");
                 self.open.push((false, incomplete));
             }
-            EntryKind::File => json.extend_from_slice(b",\"type\":\"file\"}"),
+            EntryKind::File | EntryKind::Other => json.extend_from_slice(b",\"type\":\"file\"}"),
             EntryKind::Symlink => json.extend_from_slice(b",\"type\":\"symlink\"}"),
         }
         if let Some(text) = &mut self.text {
@@ -512,7 +513,7 @@ impl<'a> TreeWriter<'a> {
                 EntryKind::Dir if at_limit || partial => text.push_str("/ ..."),
                 EntryKind::Dir => text.push('/'),
                 EntryKind::Symlink => text.push('@'),
-                EntryKind::File => {}
+                EntryKind::File | EntryKind::Other => {}
             }
         }
     }

@@ -4,11 +4,11 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 
 use crate::error::ToolError;
+use crate::progress::Tally;
 use crate::reply_size::{escaped_text_len, Budget, REPLY_NAME};
+use crate::tools::format::NO_MATCHES;
 use crate::tools::{resolve_dir, Ctx, Output, Structured};
-use crate::walk::{self, EntryKind, Exclude, Tally, WalkOptions};
-
-pub const NO_MATCHES: &str = "(no matches found)";
+use crate::walk::{self, EntryKind, Exclude, WalkOptions};
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]

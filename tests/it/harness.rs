@@ -1,8 +1,9 @@
 //! The harness: `TestEnv` declares a file tree in a fresh temp dir, `Server` runs the real `replay --mcp-server`.
 //!
 //! Every line the server writes to stdout is checked to be JSON-RPC 2.0 as it is read, so each
-//! test also checks that stdout carries nothing else. Reads time out after `REPLY_TIMEOUT`; no
-//! test sleeps.
+//! test also checks that stdout carries nothing else. Reads time out after `REPLY_TIMEOUT`: a test
+//! waits for a reply, never sleeps in place of one. The few sleeps left poll what sends no
+//! event (a process's exit, a kernel counter, a call having started) or let CPU time pass.
 
 use std::collections::BTreeMap;
 use std::ffi::OsStr;
@@ -481,6 +482,7 @@ impl Server {
     /// Writes `line` plus a newline to the server's stdin.
     /// The server's stdin, for a test that writes from a thread of its own (the server may stop
     /// reading it: backpressure). Later sends panic.
+    #[cfg(target_os = "linux")]
     pub fn take_stdin(&mut self) -> ChildStdin {
         self.stdin.take().expect("stdin already taken or closed")
     }

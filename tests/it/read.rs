@@ -251,3 +251,28 @@ fn read_multiple_files_globs_are_not_expanded() {
     assert_eq!(items.len(), 1);
     assert!(items[0].starts_with(&format!("{glob}:\n[error")), "{}", items[0]);
 }
+
+/// A FIFO where a regular file is needed gets one message from every tool, and none of them
+/// waits on it: read_file, read_multiple_files (inline), edit_file, write_file's append and
+/// copy_file. See: #17 (one "not a regular file").
+#[test]
+fn r17_every_tool_says_the_same_of_a_fifo() {
+    let env = TestEnv::new(&["root"], &[]);
+    let fifo = env.path("root/fifo");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o644)).expect("mkfifo");
+    let mut server = Server::start(&env);
+    let path = env.p("root/fifo");
+    let expected = format!("not a regular file: {path} is a device, FIFO or socket");
+    let calls = [
+        ("read_file", json!({"path": path})),
+        ("edit_file", json!({"path": path, "edits": [{"oldText": "a", "newText": "b"}]})),
+        ("write_file", json!({"path": path, "content": "x", "append": true})),
+        ("copy_file", json!({"source": path, "destination": env.p("root/copy")})),
+    ];
+    for (tool, args) in calls {
+        let error = server.call_err(tool, args, -32603);
+        assert_eq!(error.message, expected, "{tool}");
+    }
+    let text = server.call_text("read_multiple_files", json!({"paths": [path]}));
+    assert_eq!(text, format!("{path}:\n[error: {expected}]"));
+}
