@@ -24,6 +24,7 @@ mod policy;
 mod protocol;
 mod race;
 mod read;
+mod regex_cost;
 mod replies;
 mod revisions;
 mod roots;
