@@ -9,12 +9,10 @@ use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand};
-use serde_json::Value;
 
 use crate::client_config::{self, Client};
 use crate::oneshot;
-use crate::policy::{canonical_root, Access, AllowedRoot};
-use crate::protocol::session::ToolErrors;
+use crate::policy::{canonical_root, expand_home, Access, AllowedRoot, MAX_ROOTS};
 use crate::sandbox::SandboxConfig;
 use crate::selection::{self, Selection, UnknownTool, WRITERS};
 
@@ -237,7 +235,7 @@ pub struct Config {
 pub struct OneShot {
     pub config: Config,
     pub tool: String,
-    pub args: Value,
+    pub args: oneshot::Arguments,
     pub json: bool,
 }
 
@@ -554,16 +552,26 @@ fn canonical_roots(
             Some(_) => {}
             None => roots.push(AllowedRoot { path, access }),
         }
+        if roots.len() > MAX_ROOTS {
+            return Err(format!(
+                "replay: more than {MAX_ROOTS} allowed directories; at most {MAX_ROOTS} are allowed: allow a common parent directory instead"
+            ));
+        }
     }
     Ok(roots)
 }
 
-fn expand_home(raw: &str, home: Option<&Path>) -> PathBuf {
-    match (home, Path::new(raw).strip_prefix("~")) {
-        (Some(home), Ok(rest)) => home.join(rest),
-        _ => PathBuf::from(raw),
-    }
-}
-
 #[cfg(test)]
 mod tests;
+
+/// How a failing tool call is answered (`--tool-errors`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ToolErrors {
+    /// A JSON-RPC error with the contract's code (the default).
+    #[default]
+    Rpc,
+    /// A result with `isError: true` whose text carries the code and the message (and, with
+    /// structured output, `structuredContent: {error: {code, message}}`), so that a host that
+    /// hides JSON-RPC errors still shows the model what went wrong.
+    Result,
+}

@@ -5,7 +5,9 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use crate::policy::{Denied, DenyReason};
-use crate::tools::edit::matching::EditError;
+
+#[cfg(test)]
+mod tests;
 
 /// The contract's error codes a tool can produce. The protocol's own codes (-32700, -32600,
 /// -32601) live in `protocol::jsonrpc`, since no tool can cause them.
@@ -16,8 +18,12 @@ pub const INTERNAL: i32 = -32603;
 
 #[derive(Debug)]
 pub enum ToolError {
-    /// The policy refused a path (or found it unusable: `DenyReason::Invalid`).
+    /// The policy refused a path: outside the allowed directories, or a write under a read-only
+    /// one (-32001).
     NotAllowed(Denied),
+    /// A path the policy could not use at all (`DenyReason::Invalid`: empty, a NUL byte, too
+    /// long): bad arguments (-32602).
+    InvalidPath(Denied),
     NotFound {
         path: PathBuf,
     },
@@ -32,6 +38,35 @@ pub enum ToolError {
         path: PathBuf,
     },
     IsADirectory {
+        path: PathBuf,
+    },
+    /// A device, socket or FIFO where a regular file is needed.
+    NotRegularFile {
+        path: PathBuf,
+    },
+    /// A file to edit that is not UTF-8 text.
+    Binary {
+        path: PathBuf,
+    },
+    /// A partial read's line longer than what a page may hold: `limit` names the bound (`16 MiB`),
+    /// in raw bytes, or with `json` in JSON-escaped bytes. `line` is `None` for the last line.
+    LineTooLong {
+        path: PathBuf,
+        line: Option<u64>,
+        limit: String,
+        json: bool,
+    },
+    /// A file with other names (hard links), which changing in place would change too.
+    HardLinked {
+        path: PathBuf,
+        links: u64,
+    },
+    /// A directory where copy_file would overwrite a file: a directory is never replaced.
+    DirectoryInTheWay {
+        path: PathBuf,
+    },
+    /// A file where copy_file would put a directory: a directory does not replace a file.
+    FileInTheWay {
         path: PathBuf,
     },
     AlreadyExists {
@@ -64,9 +99,18 @@ pub enum ToolError {
         name: String,
     },
     /// An edit did not apply (not found, not unique, bad regex, missing group): nothing written.
-    Edit(EditError),
+    /// `detail` is the edit's own message (`tools::edit`'s `From<EditError>`).
+    EditNotApplied {
+        detail: String,
+    },
     /// A tool panicked; the server goes on.
     Panicked {
+        detail: String,
+    },
+    /// A tool's schema in `schemas/` did not compile (a build that passed its tests cannot
+    /// have this; the call is refused rather than run unchecked).
+    BrokenSchema {
+        tool: String,
         detail: String,
     },
 }
@@ -74,22 +118,26 @@ pub enum ToolError {
 impl ToolError {
     pub fn code(&self) -> i32 {
         match self {
-            ToolError::NotAllowed(Denied { reason: DenyReason::Invalid { .. }, .. }) => {
-                INVALID_PARAMS
-            }
             ToolError::NotAllowed(_) | ToolError::CommandDenied { .. } => NOT_ALLOWED,
             ToolError::NotFound { .. } | ToolError::NoGlobMatch { .. } => NOT_FOUND,
-            ToolError::InvalidParams { .. } => INVALID_PARAMS,
+            ToolError::InvalidParams { .. } | ToolError::InvalidPath(_) => INVALID_PARAMS,
             ToolError::NotADirectory { .. }
             | ToolError::IsADirectory { .. }
+            | ToolError::NotRegularFile { .. }
+            | ToolError::Binary { .. }
+            | ToolError::HardLinked { .. }
+            | ToolError::DirectoryInTheWay { .. }
+            | ToolError::FileInTheWay { .. }
+            | ToolError::LineTooLong { .. }
             | ToolError::AlreadyExists { .. }
             | ToolError::TooLarge { .. }
             | ToolError::ReplyTooLarge { .. }
             | ToolError::Cancelled
             | ToolError::Io { .. }
-            | ToolError::Edit(_)
+            | ToolError::EditNotApplied { .. }
             | ToolError::InvalidRegex { .. }
-            | ToolError::Panicked { .. } => INTERNAL,
+            | ToolError::Panicked { .. }
+            | ToolError::BrokenSchema { .. } => INTERNAL,
         }
     }
 
@@ -109,21 +157,45 @@ impl ToolError {
     }
 }
 
+/// An error written as text inside a reply or on a terminal: every form is here, each the one
+/// the contract (or the command line) fixes for its place.
+impl ToolError {
+    /// read_multiple_files' item for a file that failed (after its `path:` line):
+    /// `[error: message]`.
+    pub fn as_item(&self) -> String {
+        format!("[error: {self}]")
+    }
+
+    /// edit_files' line for a file that failed: `path: [error CODE] message`.
+    pub fn as_line(&self, path: &Path) -> String {
+        format!("{}: [error {}] {self}", path.display(), self.code())
+    }
+}
+
+/// An error where no JSON-RPC error object carries it (a result with `--tool-errors result`,
+/// `replay call`'s stderr): `error CODE: message`.
+pub fn as_text(code: i32, message: &str) -> String {
+    format!("error {code}: {message}")
+}
+
 impl From<Denied> for ToolError {
     fn from(denied: Denied) -> ToolError {
-        ToolError::NotAllowed(denied)
+        match denied.reason {
+            DenyReason::Invalid { .. } => ToolError::InvalidPath(denied),
+            _ => ToolError::NotAllowed(denied),
+        }
     }
 }
 
 impl fmt::Display for ToolError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            ToolError::NotAllowed(denied) => denied.fmt(f),
+            ToolError::NotAllowed(denied) | ToolError::InvalidPath(denied) => denied.fmt(f),
             ToolError::NotFound { path } => write!(f, "not found: {}", path.display()),
             ToolError::NoGlobMatch { pattern } => {
                 write!(f, "not found: the glob `{}` matched no files", shortened(pattern))
             }
-            ToolError::Edit(e) => e.fmt(f),
+            ToolError::EditNotApplied { detail } => f.write_str(detail),
             ToolError::CommandDenied { name } => {
                 write!(f, "command not allowed: `{name}` is on this server's --deny-command list")
             }
@@ -139,6 +211,50 @@ impl fmt::Display for ToolError {
             ToolError::IsADirectory { path } => write!(
                 f,
                 "is a directory: {}; use list_directory or directory_tree for directories",
+                path.display()
+            ),
+            ToolError::NotRegularFile { path } => {
+                write!(f, "not a regular file: {} is a device, FIFO or socket", path.display())
+            }
+            // The five below keep the words of the I/O errors they were.
+            ToolError::LineTooLong { path, line, limit, json } => {
+                write!(f, "read failed: {}: ", path.display())?;
+                match line {
+                    Some(n) => write!(f, "line {n}")?,
+                    None => f.write_str("the last line")?,
+                }
+                if *json {
+                    write!(
+                        f,
+                        " alone takes more than the {limit} of JSON a reply may hold (control \
+                         characters take 6 bytes each once escaped)"
+                    )
+                } else {
+                    write!(f, " alone is longer than the {limit} a partial read returns")
+                }
+            }
+            ToolError::Binary { path } => write!(
+                f,
+                "edit failed: {}: not UTF-8 text; binary files cannot be edited",
+                path.display()
+            ),
+            ToolError::HardLinked { path, links } => write!(
+                f,
+                "append failed: {}: the file has {links} hard links, and appending in place \
+                 would change the other names too; write the whole content without append \
+                 instead",
+                path.display()
+            ),
+            ToolError::DirectoryInTheWay { path } => write!(
+                f,
+                "overwrite failed: {}: it is a directory, and copy_file overwrites files only; \
+                 delete it first with delete_file if that is really intended",
+                path.display()
+            ),
+            ToolError::FileInTheWay { path } => write!(
+                f,
+                "overwrite failed: {}: a directory does not replace a file; delete the file \
+                 first with delete_file if that is really intended",
                 path.display()
             ),
             ToolError::AlreadyExists { path } => {
@@ -165,6 +281,9 @@ impl fmt::Display for ToolError {
                 write!(f, "{op} failed: {}: {source}", path.display())
             }
             ToolError::Panicked { detail } => write!(f, "internal error: {detail}"),
+            ToolError::BrokenSchema { tool, detail } => {
+                write!(f, "internal error: the input schema of {tool} does not compile: {detail}")
+            }
         }
     }
 }

@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use nix::sys::signal::{sigaction, SaFlags, SigAction, SigHandler, SigSet, Signal};
 
-use crate::tools::Cancel;
+use crate::progress::Cancel;
 
 const SIGNALS: [Signal; 3] = [Signal::SIGINT, Signal::SIGTERM, Signal::SIGHUP];
 

@@ -50,8 +50,9 @@
 //!   Names that the regex crate cannot spell (such as `$x`) become unnamed groups there; use
 //!   [`JsRegex::group_index`] to look names up.
 //! - Inline modifiers `(?i:…)` are an error, as in node 20 (newer engines accept them).
-//! - Huge repetition counts (`a{1000000}`) exceed the regex crate's size limit and are errors;
-//!   a minimum above `u32::MAX` is rejected by the translator.
+//! - Large repetition counts (`[\s\S]{0,4000}`, `(\w{100}){100}`) exceed
+//!   [`COMPILED_SIZE_LIMIT`] and are errors; a minimum above `u32::MAX` is rejected by the
+//!   translator.
 
 use std::fmt::{self, Write as _};
 
@@ -65,6 +66,15 @@ use fancy_regex::{Regex, RegexBuilder};
 /// made `^fn` fail on a 6 MB file; fifty million allows tens of megabytes and bounds a hopeless
 /// search to about two seconds.
 pub const BACKTRACK_LIMIT: usize = 50_000_000;
+
+/// Bound on the compiled size of each part of a pattern that runs on the regex crate (its NFA,
+/// in bytes, as the regex crate counts it), and of a [`FastRegex`]. A search costs up to the
+/// text's length times the NFA's size when the regex crate's lazy DFA gives up, so a short
+/// pattern with large repetition counts made one search run for minutes: `[\s\S]{0,4000}x`
+/// (4.0 MB compiled) took 168 s on a 1 MB file, `(\w{100}){100}` (0.97 MB) 48 s. The regex
+/// crate's default bound is 10 MiB. 256 KiB still admits `.{0,150}` (210 KiB: the `.` of JS is
+/// a large UTF-8 class) and every pattern of the test suite.
+pub const COMPILED_SIZE_LIMIT: usize = 256 * 1024;
 
 /// Deepest group nesting accepted. Keeps the recursive translator's stack bounded; fancy-regex
 /// has a lower limit of its own, so real patterns never get near this.
@@ -114,8 +124,9 @@ impl JsRegex {
         };
         let regex = RegexBuilder::new(&source)
             .backtrack_limit(BACKTRACK_LIMIT)
+            .delegate_size_limit(COMPILED_SIZE_LIMIT)
             .build()
-            .map_err(|err| JsRegexError::new(pattern, err.to_string()))?;
+            .map_err(|err| JsRegexError::new(pattern, compile_error_detail(&err)))?;
         Ok(JsRegex { regex, group_count: translation.group_count, names: translation.names })
     }
 
@@ -131,16 +142,28 @@ impl JsRegex {
         self.group_count
     }
 
-    /// Names of named groups in order (for `$<name>` support).
-    #[cfg(test)]
-    pub fn group_names(&self) -> impl Iterator<Item = &str> {
-        self.names.iter().map(|(name, _)| name.as_str())
-    }
-
     /// Index of the group called `name`. Unlike `regex().capture_names()`, this also knows names
     /// the regex crate cannot spell, such as `$x`.
     pub fn group_index(&self, name: &str) -> Option<usize> {
         self.names.iter().find(|(candidate, _)| candidate == name).map(|&(_, index)| index)
+    }
+}
+
+/// What to tell the client about a pattern fancy-regex refused: for one over
+/// [`COMPILED_SIZE_LIMIT`], what to do instead of the regex crate's "error building NFA".
+fn compile_error_detail(err: &fancy_regex::Error) -> String {
+    match err {
+        fancy_regex::Error::CompileError(fancy_regex::CompileError::InnerError(inner))
+            if inner.size_limit().is_some() =>
+        {
+            format!(
+                "the pattern is too large once compiled (over {} KiB); use smaller repetition \
+                 counts (such as `{{0,100}}` instead of `{{0,4000}}`, and no nested counted \
+                 repetitions such as `(\\w{{100}}){{100}}`), or `+`/`*` where any length will do",
+                COMPILED_SIZE_LIMIT / 1024
+            )
+        }
+        _ => err.to_string(),
     }
 }
 
@@ -1083,6 +1106,7 @@ impl FastRegex {
             .replace(LINE_END, "(?m:$)");
         let regex = regex::bytes::RegexBuilder::new(&source)
             .case_insensitive(case_insensitive)
+            .size_limit(COMPILED_SIZE_LIMIT)
             .build()
             .ok()?;
         let line_anchored = exact.contains(LINE_START) || exact.contains(LINE_END);

@@ -1,29 +1,77 @@
 //! replay's modules, as a library so that the fuzz targets in `fuzz/` can call the pure cores
 //! directly. The binary (`src/main.rs`) is the product; this is not a stable API.
 //!
-//! Public are the modules `main` starts the server or a subcommand with (`cli`, `sandbox`,
-//! `policy`, `protocol`, `tools`, `oneshot`, `client_config`, `selection`, `interrupt`,
-//! `memory`) and the
-//! ones the fuzz targets drive (`protocol::jsonrpc`, `protocol::reply`, `schema`, `policy`,
-//! `tools::edit::matching`, `js_regex`). The rest stays private to the crate.
+//! Every module is private to the crate, so the compiler sees what nothing uses. Public are
+//! only `main` (the whole program, which `src/main.rs` calls) and `fuzz`, the few items the fuzz
+//! targets drive.
 
 mod base64;
-pub mod cli;
-pub mod client_config;
+#[cfg(test)]
+mod capability;
+mod cli;
+mod client_config;
 mod error;
 mod fs;
-pub mod interrupt;
-pub mod js_regex;
-pub mod memory;
-pub mod oneshot;
+mod interrupt;
+mod js_regex;
+mod memory;
+mod oneshot;
 mod platform;
-pub mod policy;
-pub mod protocol;
+mod policy;
+mod progress;
+mod protocol;
 mod reply_size;
-pub mod sandbox;
-pub mod schema;
-pub mod selection;
+mod sandbox;
+mod schema;
+mod selection;
+mod start;
 #[cfg(test)]
 mod tidy;
-pub mod tools;
+mod tools;
 mod walk;
+
+pub use start::main;
+
+/// What the fuzz targets in `fuzz/` drive, by the paths they name: JSON-RPC parsing and reply
+/// lines, tool dispatch, argument validation, the policy, edit matching and the regex
+/// translation.
+pub mod fuzz {
+    pub mod js_regex {
+        pub use crate::js_regex::{translate, FastRegex, JsRegex};
+    }
+    pub mod policy {
+        pub use crate::policy::{Access, AllowedRoot, Denied, DenyReason, Policy, ResolvedPath};
+    }
+    pub mod progress {
+        pub use crate::progress::{Cancel, Progress};
+    }
+    pub mod protocol {
+        pub mod dispatch {
+            pub use crate::protocol::dispatch::call_tool;
+        }
+        pub mod jsonrpc {
+            pub use crate::protocol::jsonrpc::{
+                failure_line, parse, success_line, Element, Id, Incoming, Message,
+            };
+        }
+        pub mod reply {
+            pub use crate::protocol::reply::{batch_pieces, tool_line, Budget};
+        }
+        pub mod revision {
+            pub use crate::protocol::revision::{envelope, LATEST_LEGACY};
+        }
+    }
+    pub mod schema {
+        pub use crate::schema::{definitions, find, ToolDef};
+    }
+    pub mod tools {
+        pub use crate::tools::{map_aliases, Settings};
+        pub mod edit {
+            pub mod matching {
+                pub use crate::tools::edit::matching::{
+                    apply_edits_within, Edit, EditError, NotFoundKind,
+                };
+            }
+        }
+    }
+}

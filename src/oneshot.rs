@@ -9,13 +9,15 @@ use std::io::Read;
 
 use serde_json::{json, Value};
 
+use crate::error;
 use crate::policy::Policy;
+use crate::progress::{Cancel, Progress};
 use crate::protocol::dispatch::{self, ToolReply};
 use crate::protocol::jsonrpc::{self, RpcError};
 use crate::protocol::revision::LATEST_LEGACY;
 use crate::reply_size::MAX_REPLY_BYTES;
 use crate::schema;
-use crate::tools::{Cancel, Progress, Settings};
+use crate::tools::Settings;
 
 /// What a one-shot command prints, and its exit status.
 #[derive(Debug, PartialEq, Eq)]
@@ -25,20 +27,41 @@ pub struct Answer {
     pub status: u8,
 }
 
-/// `replay call`'s JSON-ARGS: absent means `{}`, `-` means stdin. `Err` is a usage error.
-pub fn arguments(raw: Option<&str>) -> Result<Value, String> {
-    let text = match raw {
-        None => return Ok(json!({})),
-        Some("-") => {
-            let mut text = String::new();
-            std::io::stdin()
-                .read_to_string(&mut text)
-                .map_err(|e| format!("replay call: cannot read JSON-ARGS from stdin: {e}"))?;
-            text
+/// `replay call`'s JSON-ARGS as the command line gives them: parsed, or still on stdin, which is
+/// read when the command runs (`Arguments::read`), never while the arguments are parsed.
+#[derive(Debug, PartialEq)]
+pub enum Arguments {
+    Given(Value),
+    Stdin,
+}
+
+impl Arguments {
+    /// The arguments, read from stdin if they are there. `Err` is a usage error.
+    pub fn read(self) -> Result<Value, String> {
+        match self {
+            Arguments::Given(args) => Ok(args),
+            Arguments::Stdin => {
+                let mut text = String::new();
+                std::io::stdin()
+                    .read_to_string(&mut text)
+                    .map_err(|e| format!("replay call: cannot read JSON-ARGS from stdin: {e}"))?;
+                parse_arguments(&text)
+            }
         }
-        Some(text) => text.to_string(),
-    };
-    serde_json::from_str(&text).map_err(|e| {
+    }
+}
+
+/// `replay call`'s JSON-ARGS: absent means `{}`, `-` means stdin. `Err` is a usage error.
+pub fn arguments(raw: Option<&str>) -> Result<Arguments, String> {
+    match raw {
+        None => Ok(Arguments::Given(json!({}))),
+        Some("-") => Ok(Arguments::Stdin),
+        Some(text) => parse_arguments(text).map(Arguments::Given),
+    }
+}
+
+fn parse_arguments(text: &str) -> Result<Value, String> {
+    serde_json::from_str(text).map_err(|e| {
         let shown: String = text.chars().take(60).collect();
         format!(
             "replay call: JSON-ARGS is not JSON ({e}): {shown:?}\nGive the tool's arguments as \
@@ -66,7 +89,7 @@ pub fn call(policy: &Policy, settings: &Settings, cancel: &Cancel, request: Requ
         Err(error) => {
             let stdout =
                 if json { json_line(dispatch::error_result(&error)) } else { String::new() };
-            let stderr = format!("replay: error {}: {}\n", error.code, error.message);
+            let stderr = format!("replay: {}\n", error::as_text(error.code, &error.message));
             return Answer { stdout, stderr, status: 1 };
         }
     };

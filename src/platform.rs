@@ -124,6 +124,127 @@ pub fn mode(bits: u32) -> Mode {
     Mode::from_bits_truncate(bits as libc::mode_t)
 }
 
+/// The extended attributes of the open file `from`, as `(name, value)` pairs, that a file
+/// rewritten in its place keeps: on Linux the user's own (`user.*`) and the POSIX access ACL
+/// (`system.posix_acl_access`), never `security.*` (file capabilities, like setuid, must not
+/// pass to new content) nor `trusted.*`; on macOS all of them. Best effort: what cannot be read
+/// is left out.
+pub fn kept_xattrs(from: BorrowedFd<'_>) -> Vec<(std::ffi::CString, Vec<u8>)> {
+    let fd = from.as_raw_fd();
+    let names = xattr_buffer(|buf, len| {
+        // SAFETY: `buf` is writable for `len` bytes (or null with a length of 0).
+        unsafe { sys_flistxattr(fd, buf.cast(), len) }
+    });
+    let Some(names) = names else { return Vec::new() };
+    names
+        .split(|&b| b == 0)
+        .filter(|name| !name.is_empty() && keeps_xattr(name))
+        .filter_map(|name| {
+            let name = std::ffi::CString::new(name).ok()?;
+            let value = xattr_buffer(|buf, len| {
+                // SAFETY: `name` is NUL-terminated; `buf` as above.
+                unsafe { sys_fgetxattr(fd, name.as_ptr(), buf.cast(), len) }
+            })?;
+            Some((name, value))
+        })
+        .collect()
+}
+
+/// Sets the attributes `kept_xattrs` read on the open file `to`. Best effort: a file system that
+/// refuses one (no ACL support, no user xattrs) leaves the file without it.
+pub fn set_xattrs(to: BorrowedFd<'_>, xattrs: &[(std::ffi::CString, Vec<u8>)]) {
+    for (name, value) in xattrs {
+        // SAFETY: `name` is NUL-terminated and `value` readable for its length.
+        let rc = unsafe {
+            sys_fsetxattr(to.as_raw_fd(), name.as_ptr(), value.as_ptr().cast(), value.len())
+        };
+        if rc != 0 {
+            tracing::debug!(?name, "xattr not kept: {}", io::Error::last_os_error());
+        }
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn keeps_xattr(name: &[u8]) -> bool {
+    name.starts_with(b"user.") || name == b"system.posix_acl_access"
+}
+
+#[cfg(target_os = "macos")]
+fn keeps_xattr(_name: &[u8]) -> bool {
+    true
+}
+
+/// Calls a list/get xattr function twice: for the size, then for the bytes (again if the value
+/// grew in between). `None` if it fails.
+fn xattr_buffer(call: impl Fn(*mut u8, usize) -> isize) -> Option<Vec<u8>> {
+    for _ in 0..3 {
+        let len = call(std::ptr::null_mut(), 0);
+        if len < 0 {
+            return None;
+        }
+        let mut buf = vec![0u8; len as usize];
+        let got = call(buf.as_mut_ptr(), buf.len());
+        if got >= 0 {
+            buf.truncate(got as usize);
+            return Some(buf);
+        }
+        if Errno::last() != Errno::ERANGE {
+            return None;
+        }
+    }
+    None
+}
+
+#[cfg(target_os = "linux")]
+unsafe fn sys_flistxattr(fd: i32, buf: *mut libc::c_char, len: usize) -> isize {
+    libc::flistxattr(fd, buf, len)
+}
+
+#[cfg(target_os = "linux")]
+unsafe fn sys_fgetxattr(
+    fd: i32,
+    name: *const libc::c_char,
+    buf: *mut libc::c_void,
+    len: usize,
+) -> isize {
+    libc::fgetxattr(fd, name, buf, len)
+}
+
+#[cfg(target_os = "linux")]
+unsafe fn sys_fsetxattr(
+    fd: i32,
+    name: *const libc::c_char,
+    value: *const libc::c_void,
+    len: usize,
+) -> i32 {
+    libc::fsetxattr(fd, name, value, len, 0)
+}
+
+#[cfg(target_os = "macos")]
+unsafe fn sys_flistxattr(fd: i32, buf: *mut libc::c_char, len: usize) -> isize {
+    libc::flistxattr(fd, buf, len, 0)
+}
+
+#[cfg(target_os = "macos")]
+unsafe fn sys_fgetxattr(
+    fd: i32,
+    name: *const libc::c_char,
+    buf: *mut libc::c_void,
+    len: usize,
+) -> isize {
+    libc::fgetxattr(fd, name, buf, len, 0, 0)
+}
+
+#[cfg(target_os = "macos")]
+unsafe fn sys_fsetxattr(
+    fd: i32,
+    name: *const libc::c_char,
+    value: *const libc::c_void,
+    len: usize,
+) -> i32 {
+    libc::fsetxattr(fd, name, value, len, 0, 0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -6,8 +6,9 @@
 //! `$HOME`), then walked one component at a time, with every symlink of the existing part read and
 //! spliced in, and `..` applied to the already-resolved prefix. Only then is the result compared
 //! with the allowed roots, component by component (`Path::starts_with`, never a string prefix), so
-//! `/x/allowed_evil` is not inside `/x/allowed`. Tools act on [`ResolvedPath::real`], the resolved
-//! path, never on the client's string.
+//! `/x/allowed_evil` is not inside `/x/allowed`. Tools never act on the client's string, nor open
+//! [`ResolvedPath::real`] (the resolved path, for comparing and naming) by path: they reach the
+//! filesystem through a [`ResolvedPath`]'s methods, below.
 //!
 //! The check runs before the filesystem is touched for the operation itself, so a path outside the
 //! allowed set is refused whether or not it exists. The window between this check and the use of
@@ -39,6 +40,27 @@ pub enum Access {
 pub struct AllowedRoot {
     pub path: PathBuf,
     pub access: Access,
+}
+
+/// The index of the deepest of `roots` holding `path`, the one whose access counts: a read-only
+/// folder inside a read-write root stays read-only, and a read-write folder inside a read-only
+/// root is writable. The policy and the narrowing of client roots both choose this way.
+pub fn deepest_root(roots: &[AllowedRoot], path: &Path) -> Option<usize> {
+    roots
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| path.starts_with(&r.path))
+        .max_by_key(|(_, r)| r.path.components().count())
+        .map(|(i, _)| i)
+}
+
+/// `~` or `~/rest` as `home` or `home/rest`, when the home directory is known; any other path
+/// as it is. The command line's directories and the clients' paths expand alike.
+pub fn expand_home(raw: &str, home: Option<&Path>) -> PathBuf {
+    match (home, Path::new(raw).strip_prefix("~")) {
+        (Some(home), Ok(rest)) => home.join(rest),
+        _ => PathBuf::from(raw),
+    }
 }
 
 /// Why a path was refused.
@@ -113,6 +135,10 @@ pub struct ResolvedPath {
 const MAX_SYMLINK_HOPS: usize = 40;
 /// Longest path string accepted, as Linux's `PATH_MAX`.
 pub const MAX_PATH_BYTES: usize = 4096;
+/// Most allowed directories, from the command line or a client's roots. Each holds an open
+/// handle and a Landlock rule, and every path is compared with each: thousands of them would
+/// cost descriptors and time on every call, for no use a common parent would not serve.
+pub const MAX_ROOTS: usize = 256;
 
 #[derive(Debug, Clone, Default)]
 pub struct Policy {
@@ -175,15 +201,37 @@ impl Policy {
             let reason = DenyReason::ContainsRoot { root: inner.path.clone() };
             return Err(Denied { path: shown, reason });
         }
+        let moved = self.moved_read_only_roots().find(|(_, now)| now.starts_with(&resolved.real));
+        if let Some((root, _)) = moved {
+            let reason = DenyReason::ContainsRoot { root: root.clone() };
+            return Err(Denied { path: shown, reason });
+        }
         Ok(resolved)
     }
 
     fn require_write(&self, resolved: ResolvedPath) -> Result<ResolvedPath, Denied> {
         if resolved.access == Access::Write {
-            return Ok(resolved);
+            let moved =
+                self.moved_read_only_roots().find(|(_, now)| resolved.real.starts_with(now));
+            let Some((root, _)) = moved else { return Ok(resolved) };
+            let reason = DenyReason::ReadOnly { root: root.clone() };
+            return Err(Denied { path: resolved.shown, reason });
         }
         let reason = DenyReason::ReadOnly { root: resolved.root.path.clone() };
         Err(Denied { path: resolved.shown, reason })
+    }
+
+    /// The read-only roots whose directory was renamed since the policy was built (a parent
+    /// moved by a command or another process), with where each is now. A root is known by its
+    /// path, so without this a read-only root carried into a read-write one by its parent's
+    /// rename would take that root's access. One `fstat` and one path lookup per read-only
+    /// root, for writes only.
+    fn moved_read_only_roots(&self) -> impl Iterator<Item = (&PathBuf, PathBuf)> {
+        self.roots
+            .iter()
+            .zip(&self.handles)
+            .filter(|(root, _)| root.access == Access::Read)
+            .filter_map(|(root, handle)| Some((&root.path, handle.moved_to()?)))
     }
 
     fn contain(&self, shown: PathBuf, real: PathBuf) -> Result<ResolvedPath, Denied> {
@@ -199,12 +247,7 @@ impl Policy {
     /// The index of the deepest root holding `path`: a read-only folder inside a read-write
     /// root stays read-only, and a read-write folder inside a read-only root is writable.
     fn most_specific_root(&self, path: &Path) -> Option<usize> {
-        self.roots
-            .iter()
-            .enumerate()
-            .filter(|(_, r)| path.starts_with(&r.path))
-            .max_by_key(|(_, r)| r.path.components().count())
-            .map(|(i, _)| i)
+        deepest_root(&self.roots, path)
     }
 
     /// Returns `(shown, real)`.
@@ -253,12 +296,9 @@ impl Policy {
     }
 
     fn absolute(&self, raw: &str) -> PathBuf {
-        let path = Path::new(raw);
-        if let (Some(home), Ok(rest)) = (&self.home, path.strip_prefix("~")) {
-            return home.join(rest);
-        }
+        let path = expand_home(raw, self.home.as_deref());
         if path.is_absolute() {
-            return path.to_path_buf();
+            return path;
         }
         match self.project_dir() {
             Some(dir) => dir.join(path),

@@ -95,7 +95,10 @@ impl ToolDef {
     pub fn validate(&self, args: &Value) -> Result<(), ToolError> {
         let validator = match self.validator() {
             Ok(v) => v,
-            Err(detail) => return Err(ToolError::Panicked { detail: detail.clone() }),
+            Err(detail) => {
+                let (tool, detail) = (self.name.to_string(), detail.clone());
+                return Err(ToolError::BrokenSchema { tool, detail });
+            }
         };
         check_names(self.input_schema(), args, &mut Vec::new())?;
         let Err(error) = validator.validate(args) else {

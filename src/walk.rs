@@ -30,19 +30,15 @@ use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 use ignore::gitignore::{Gitignore, GitignoreBuilder};
 
 use crate::error::ToolError;
+use crate::fs::atomic::TEMP_PREFIX;
 use crate::policy::confined::{self, Kind};
 use crate::policy::{ResolvedPath, MAX_PATH_BYTES};
-use crate::tools::write::TEMP_PREFIX;
-use crate::tools::{Cancel, Progress};
+use crate::progress::{Cancel, Tally};
 
-/// What a walked entry is, without following symlinks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum EntryKind {
-    /// A regular file, or a device, FIFO or socket.
-    File,
-    Dir,
-    Symlink,
-}
+/// What a walked entry is, without following symlinks: the one type for an entry's kind,
+/// `policy::confined::Kind`. The walk reports a device, FIFO or socket as `File`, never
+/// `Other`, so the searches list them with the files.
+pub use crate::policy::confined::Kind as EntryKind;
 
 /// One entry below the walk's root.
 #[derive(Debug)]
@@ -90,36 +86,6 @@ pub struct WalkOptions<'a> {
     pub cancel: Option<&'a Cancel>,
     /// Counts every entry reported, as progress.
     pub tally: Option<&'a Tally<'a>>,
-}
-
-/// Work counted on several threads at once (entries walked, files searched) and reported as
-/// progress. Counting is one atomic add, and `Progress`'s lock is taken only every
-/// `Tally::STRIDE` units, so walker threads do not queue on it; when no one listens, nothing is
-/// counted at all.
-pub struct Tally<'a> {
-    progress: &'a Progress,
-    done: AtomicU64,
-    /// The report's text for a count, e.g. "searched 1200 files".
-    message: fn(u64) -> String,
-}
-
-impl<'a> Tally<'a> {
-    const STRIDE: u64 = 32;
-
-    pub fn new(progress: &'a Progress, message: fn(u64) -> String) -> Tally<'a> {
-        Tally { progress, done: AtomicU64::new(0), message }
-    }
-
-    /// One more unit done.
-    pub fn add_one(&self) {
-        if !self.progress.wanted() {
-            return;
-        }
-        let done = self.done.fetch_add(1, AtomicOrdering::Relaxed) + 1;
-        if done % Self::STRIDE == 0 {
-            self.progress.report(done, None, || (self.message)(done));
-        }
-    }
 }
 
 /// What a walk left out, for the note a tool adds.
@@ -664,9 +630,21 @@ pub fn split_glob(pattern: &str) -> (PathBuf, String) {
     (base, rest.join("/"))
 }
 
+/// Most bytes of globs in one list. The schemas bound each glob (4,096 bytes) and each list
+/// (1,000 globs); compiling costs memory and time with the patterns' bytes, so the whole list
+/// is bounded too, far above what a search needs.
+pub const MAX_GLOB_BYTES: usize = 65_536;
+
 /// Compiles patterns matched against paths relative to a walk root. `*` and `?` stay within
 /// one path component; `**` crosses components. Matching is case-sensitive, as Linux names are.
 pub fn glob_set(field: &str, patterns: &[String]) -> Result<GlobSet, ToolError> {
+    let bytes: usize = patterns.iter().map(String::len).sum();
+    if bytes > MAX_GLOB_BYTES {
+        let detail = format!(
+            "has {bytes} bytes of globs; at most {MAX_GLOB_BYTES} are allowed: use fewer or shorter globs, such as `**/*.rs`"
+        );
+        return Err(ToolError::invalid_params(field, detail));
+    }
     let mut set = GlobSetBuilder::new();
     for pattern in patterns {
         let glob = GlobBuilder::new(pattern)

@@ -13,7 +13,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use replay::tools::edit::matching::{apply_edits_within, Edit, EditError, NotFoundKind};
+use replay::fuzz::tools::edit::matching::{apply_edits_within, Edit, EditError, NotFoundKind};
 
 const MAX_BYTES: usize = 256 * 1024;
 

@@ -6,7 +6,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use replay::js_regex::{translate, FastRegex, JsRegex};
+use replay::fuzz::js_regex::{translate, FastRegex, JsRegex};
 
 // The input: a flags byte (bit 0: case-insensitive), then UTF-8 `pattern NUL haystack`, so that
 // seeds are easy to write by hand.

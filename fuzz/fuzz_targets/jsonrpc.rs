@@ -14,13 +14,14 @@
 use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
-use replay::policy::Policy;
-use replay::protocol::dispatch::call_tool;
-use replay::protocol::jsonrpc::{self, Element, Id, Incoming, Message};
-use replay::protocol::reply::{self, Budget};
-use replay::protocol::revision::{self, LATEST_LEGACY};
-use replay::schema;
-use replay::tools::{self, Cancel, Progress, Settings};
+use replay::fuzz::policy::Policy;
+use replay::fuzz::progress::{Cancel, Progress};
+use replay::fuzz::protocol::dispatch::call_tool;
+use replay::fuzz::protocol::jsonrpc::{self, Element, Id, Incoming, Message};
+use replay::fuzz::protocol::reply::{self, Budget};
+use replay::fuzz::protocol::revision::{self, LATEST_LEGACY};
+use replay::fuzz::schema;
+use replay::fuzz::tools::{self, Settings};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
-use replay::policy::{Access, AllowedRoot, DenyReason, Policy, ResolvedPath};
+use replay::fuzz::policy::{Access, AllowedRoot, DenyReason, Policy, ResolvedPath};
 
 /// ```text
 /// base/rw/                    read-write root (the project directory)
@@ -173,7 +173,7 @@ fn check_inside(policy: &Policy, resolved: &ResolvedPath, follow_last: bool, raw
 fn check_against_kernel(
     tree: &Tree,
     raw: &str,
-    got: &Result<ResolvedPath, replay::policy::Denied>,
+    got: &Result<ResolvedPath, replay::fuzz::policy::Denied>,
 ) {
     if raw.is_empty() || raw.contains('\0') || raw.len() > 4096 {
         return;

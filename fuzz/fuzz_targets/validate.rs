@@ -11,7 +11,7 @@
 use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
-use replay::schema::{self, ToolDef};
+use replay::fuzz::schema::{self, ToolDef};
 use serde_json::Value;
 
 fuzz_target!(|data: &[u8]| {

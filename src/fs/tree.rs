@@ -164,7 +164,7 @@ pub fn copy_open(
 
 /// The permission bits a copy keeps: setuid and setgid are dropped, as `cp` without `-p` does,
 /// so a copy never makes a privileged program (the sticky bit stays).
-const COPIED_MODE_BITS: u32 = 0o1777;
+const COPIED_MODE_BITS: u32 = super::KEPT_MODE_BITS;
 
 /// Makes the directory `to_name` in `to` and copies the open directory `source` into it, level
 /// by level. Each directory made stays private (0700) until it is filled, then gets its

@@ -63,8 +63,9 @@ fn result_texts() {
 
 #[test]
 fn arguments_default_to_an_empty_object_and_must_be_json() {
-    assert_eq!(arguments(None), Ok(json!({})));
-    assert_eq!(arguments(Some(r#"{"path": "a"}"#)), Ok(json!({"path": "a"})));
+    assert_eq!(arguments(None), Ok(Arguments::Given(json!({}))));
+    assert_eq!(arguments(Some(r#"{"path": "a"}"#)), Ok(Arguments::Given(json!({"path": "a"}))));
+    assert_eq!(arguments(Some("-")), Ok(Arguments::Stdin));
     let err = arguments(Some("/tmp/dir")).unwrap_err();
     assert!(err.starts_with("replay call: JSON-ARGS is not JSON"), "{err}");
     assert!(err.contains("\"/tmp/dir\""), "{err}");

@@ -46,6 +46,9 @@ mod openat2;
 pub struct RootDir {
     pub path: PathBuf,
     fd: RwLock<Option<Arc<OwnedFd>>>,
+    /// The directory opened at start, kept even when `fd` is opened again: where it went, if
+    /// renamed, is still the root the user allowed (`moved_to`).
+    first: Option<Arc<OwnedFd>>,
 }
 
 impl RootDir {
@@ -54,7 +57,18 @@ impl RootDir {
             .inspect_err(|e| tracing::warn!(root = %path.display(), "cannot open root: {e}"))
             .ok()
             .map(Arc::new);
-        RootDir { path: path.to_path_buf(), fd: RwLock::new(fd) }
+        RootDir { path: path.to_path_buf(), first: fd.clone(), fd: RwLock::new(fd) }
+    }
+
+    /// Where the directory first opened at the root's path is now, if it was renamed (with
+    /// its parent, say) and still exists: a read-only root moved inside a read-write one must
+    /// stay read-only there.
+    pub fn moved_to(&self) -> Option<PathBuf> {
+        let fd = self.first.as_ref()?;
+        if !fstat(fd.as_fd()).is_ok_and(|stat| stat.nlink > 0) {
+            return None;
+        }
+        platform::fd_path(fd.as_fd()).ok().filter(|now| *now != self.path)
     }
 
     /// The root's handle. A root that was removed and made again (`rm -rf out && mkdir out`), or

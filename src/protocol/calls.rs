@@ -7,6 +7,8 @@ use std::sync::{Arc, Mutex};
 use serde_json::{json, Value};
 use tokio::task::JoinSet;
 
+use crate::cli::ToolErrors;
+use crate::progress::{Cancel, Progress};
 use crate::protocol::dispatch;
 use crate::protocol::jsonrpc::{self, Element, Id, Message, RpcError};
 use crate::protocol::lock;
@@ -14,10 +16,9 @@ use crate::protocol::reply::{self, Budget};
 use crate::protocol::revision::Revision;
 use crate::protocol::schedule;
 use crate::protocol::scope::Scope;
-use crate::protocol::session::{Session, ToolErrors};
+use crate::protocol::session::Session;
 use crate::protocol::transport::Outbox;
 use crate::protocol::turns::Turn;
-use crate::tools::{Cancel, Progress};
 
 /// Tools answered on the reading thread itself, without a hand-off: read-only, quick, and
 /// never waiting on anything but the local filesystem. A small read costs less than the two
@@ -84,6 +85,7 @@ impl Session {
         id: Id,
         params: Value,
         revision: Revision,
+        cost: usize,
     ) {
         let name = params.get("name").and_then(Value::as_str).unwrap_or_default();
         // A read from an `offset` scans up to it: far into a big file, that is not quick.
@@ -96,7 +98,7 @@ impl Session {
             }
             return;
         }
-        let running = self.schedule.running();
+        let running = self.schedule.running(cost);
         let session = Arc::clone(self);
         if call.turn.as_ref().is_none_or(Turn::is_free) && !call.holds_data() {
             // Nothing to wait for: straight onto the blocking pool, one hop instead of an
@@ -122,7 +124,7 @@ impl Session {
     /// A JSON-RPC batch: every element runs concurrently (writers still take their turns in
     /// order); one array of replies, none if every element was a notification. The array is
     /// the elements' reply lines joined, under the cap on one reply as a whole.
-    pub(super) fn accept_batch(self: &Arc<Self>, batch: Vec<Element>) {
+    pub(super) fn accept_batch(self: &Arc<Self>, batch: Vec<Element>, cost: usize) {
         if batch.is_empty() {
             let error = RpcError::new(jsonrpc::INVALID_REQUEST, "invalid request: empty batch");
             self.held.send_line(jsonrpc::failure_line(&Id::null(), &error));
@@ -172,7 +174,7 @@ impl Session {
             return;
         }
         let mut parts = JoinSet::new();
-        let running = self.schedule.running();
+        let running = self.schedule.running(cost);
         let runtime = self.schedule.runtime().handle().clone();
         for (idx, job) in jobs.into_iter().enumerate() {
             let session = Arc::clone(self);

@@ -6,13 +6,14 @@ use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use serde_json::{json, Map, Value};
 
-use crate::error::ToolError;
+use crate::error::{self, ToolError};
 use crate::policy::Policy;
+use crate::progress::{Cancel, Progress};
 use crate::protocol::jsonrpc::RpcError;
 use crate::protocol::revision::{self, Revision};
 use crate::reply_size::{json_len, push_json};
 use crate::schema;
-use crate::tools::{self, Cancel, Content, Ctx, Output, Progress, Settings, Structured};
+use crate::tools::{self, Content, Ctx, Output, Settings, Structured};
 
 /// A `tools/call` result: its content rendered as MCP content items, and its structured data
 /// in the form the tool made it. Written by `write_result`, never parsed back.
@@ -105,9 +106,7 @@ pub fn rpc_error(error: &ToolError) -> RpcError {
 /// read. Its structured content goes out only where the revision has structured output.
 pub fn error_result(error: &RpcError) -> ToolReply {
     ToolReply {
-        content: vec![
-            json!({"type": "text", "text": format!("error {}: {}", error.code, error.message)}),
-        ],
+        content: vec![json!({"type": "text", "text": error::as_text(error.code, &error.message)})],
         is_error: true,
         structured: Some(Structured::Value(
             json!({"error": {"code": error.code, "message": error.message}}),

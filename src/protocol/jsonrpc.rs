@@ -15,8 +15,8 @@ use serde_json::Value;
 pub const PARSE_ERROR: i32 = -32700;
 pub const INVALID_REQUEST: i32 = -32600;
 pub const METHOD_NOT_FOUND: i32 = -32601;
-pub const INVALID_PARAMS: i32 = -32602;
-pub const INTERNAL_ERROR: i32 = -32603;
+/// Codes a tool can cause too, so defined once, with the contract's, in `error`.
+pub use crate::error::{INTERNAL as INTERNAL_ERROR, INVALID_PARAMS};
 
 /// An error object for a response.
 #[derive(Debug, Clone, PartialEq)]
@@ -476,12 +476,21 @@ impl<'de> Deserialize<'de> for Member {
     }
 }
 
+/// Starts a reply line to `id` in `line`: `{"jsonrpc":"2.0","id":ID,"MEMBER":`, where `member`
+/// is `result` or `error`. Every reply line begins here (success, failure, a tool's result),
+/// its id written as the client spelled it.
+pub fn open_line(line: &mut Vec<u8>, id: &Id, member: &str) {
+    line.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
+    line.extend_from_slice(id.as_json().as_bytes());
+    line.extend_from_slice(b",\"");
+    line.extend_from_slice(member.as_bytes());
+    line.extend_from_slice(b"\":");
+}
+
 /// The success reply to `id`, one line without its newline (room is left for it).
 pub fn success_line(id: &Id, result: &Value) -> String {
     let mut line = Vec::with_capacity(crate::reply_size::json_len(result) + 64);
-    line.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
-    line.extend_from_slice(id.as_json().as_bytes());
-    line.extend_from_slice(b",\"result\":");
+    open_line(&mut line, id, "result");
     let _ = serde_json::to_writer(&mut line, result);
     line.push(b'}');
     into_text(line)
@@ -490,9 +499,8 @@ pub fn success_line(id: &Id, result: &Value) -> String {
 /// The error reply to `id`, one line without its newline.
 pub fn failure_line(id: &Id, error: &RpcError) -> String {
     let mut line = Vec::with_capacity(error.message.len() + 96);
-    line.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
-    line.extend_from_slice(id.as_json().as_bytes());
-    line.extend_from_slice(b",\"error\":{\"code\":");
+    open_line(&mut line, id, "error");
+    line.extend_from_slice(b"{\"code\":");
     line.extend_from_slice(error.code.to_string().as_bytes());
     line.extend_from_slice(b",\"message\":");
     let _ = serde_json::to_writer(&mut line, &error.message);

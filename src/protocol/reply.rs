@@ -37,9 +37,7 @@ impl Budget {
 /// when the result would not fit in what `budget` has left. One line without its newline.
 pub fn tool_line(id: &Id, reply: ToolReply, revision: Revision, budget: &Budget) -> String {
     let mut line = Vec::new();
-    line.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
-    line.extend_from_slice(id.as_json().as_bytes());
-    line.extend_from_slice(b",\"result\":");
+    jsonrpc::open_line(&mut line, id, "result");
     // Room for the closing brace and the newline the line is sent with.
     let limit = budget.left().saturating_sub(2);
     match dispatch::write_result(reply, revision, &mut line, limit) {

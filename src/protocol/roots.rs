@@ -9,17 +9,27 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 
-use crate::policy::{canonical_root, Access, AllowedRoot};
+use crate::policy::{canonical_root, deepest_root, Access, AllowedRoot, MAX_ROOTS};
 
 /// The directories a `roots/list` result names: `file://` URIs of existing directories,
-/// canonical, in the client's order. Anything else is skipped with a warning.
+/// canonical, in the client's order, at most `MAX_ROOTS` of them. Anything else is skipped
+/// with a warning.
 pub fn parse(result: &Value) -> Vec<PathBuf> {
     let Some(roots) = result.get("roots").and_then(Value::as_array) else {
         tracing::warn!(%result, "roots/list result without a roots array; ignored");
         return Vec::new();
     };
     let mut dirs: Vec<PathBuf> = Vec::new();
+    if roots.len() > MAX_ROOTS {
+        tracing::warn!(
+            "the client sent {} roots; at most {MAX_ROOTS} are used, the first ones: open a common parent folder instead",
+            roots.len()
+        );
+    }
     for root in roots {
+        if dirs.len() == MAX_ROOTS {
+            break;
+        }
         let uri = root.get("uri").and_then(Value::as_str).unwrap_or_default();
         let Some(path) = file_uri_path(uri) else {
             tracing::warn!(uri, "client root is not a file:// URI; ignored");
@@ -47,11 +57,7 @@ pub fn narrow(ceiling: &[AllowedRoot], client: &[PathBuf]) -> Vec<AllowedRoot> {
         }
     };
     for dir in client {
-        let holder = ceiling
-            .iter()
-            .filter(|r| dir.starts_with(&r.path))
-            .max_by_key(|r| r.path.components().count());
-        match holder {
+        match deepest_root(ceiling, dir).map(|i| &ceiling[i]) {
             Some(r) => add(AllowedRoot { path: dir.clone(), access: r.access }),
             None => {
                 tracing::info!(path = %dir.display(), "client root outside the allowed directories; only what lies inside them counts")

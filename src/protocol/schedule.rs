@@ -64,22 +64,47 @@ pub fn holds_data(tool: &str) -> bool {
     )
 }
 
-/// Counts the requests handed to the runtime, so that the end of input can wait for them.
+/// How much the requests handed to the runtime may hold, as estimated when read
+/// (`jsonrpc::read_cost`), before the server stops reading more until they drop to half of it.
+/// Calls waiting for a place or a write turn hold their whole message; without a bound, 300
+/// lines of 64 KiB queued behind four slow calls held 2 GB. Pipelined ordinary calls (a
+/// hundred 1 MB writes) stay well below it, so they only ever see flow control.
+pub const BACKLOG_BOUND: usize = 64 << 20;
+
+/// Counts the requests handed to the runtime, so that the end of input can wait for them, and
+/// what they hold (`BACKLOG_BOUND`).
 #[derive(Default)]
 struct InFlight {
-    count: Mutex<usize>,
+    count: Mutex<Counts>,
     idle: Condvar,
+    /// Signalled when the backlog drops to half its bound.
+    drained: Condvar,
+}
+
+#[derive(Default)]
+struct Counts {
+    requests: usize,
+    /// The estimated bytes the requests in flight hold.
+    backlog: usize,
 }
 
 /// Held by a request while it runs; its drop counts it out.
-pub struct Running(Arc<InFlight>);
+pub struct Running {
+    in_flight: Arc<InFlight>,
+    cost: usize,
+}
 
 impl Drop for Running {
     fn drop(&mut self) {
-        let mut count = lock(&self.0.count);
-        *count -= 1;
-        if *count == 0 {
-            self.0.idle.notify_all();
+        let mut counts = lock(&self.in_flight.count);
+        counts.requests -= 1;
+        let was = counts.backlog;
+        counts.backlog -= self.cost;
+        if counts.requests == 0 {
+            self.in_flight.idle.notify_all();
+        }
+        if was > BACKLOG_BOUND / 2 && counts.backlog <= BACKLOG_BOUND / 2 {
+            self.in_flight.drained.notify_all();
         }
     }
 }
@@ -103,25 +128,49 @@ impl Schedule {
         Arc::clone(&self.data_calls).acquire_owned().await.ok()
     }
 
-    /// Counts a request in; the guard counts it out when dropped.
-    pub fn running(&self) -> Running {
-        *lock(&self.in_flight.count) += 1;
-        Running(Arc::clone(&self.in_flight))
+    /// Counts a request in, holding `cost` bytes (its message's `jsonrpc::read_cost`); the guard
+    /// counts it out when dropped.
+    pub fn running(&self, cost: usize) -> Running {
+        let mut counts = lock(&self.in_flight.count);
+        counts.requests += 1;
+        counts.backlog += cost;
+        Running { in_flight: Arc::clone(&self.in_flight), cost }
     }
 
     pub fn in_flight(&self) -> usize {
-        *lock(&self.in_flight.count)
+        lock(&self.in_flight.count).requests
+    }
+
+    /// Whether the requests in flight hold more than `BACKLOG_BOUND`.
+    pub fn backlog_full(&self) -> bool {
+        lock(&self.in_flight.count).backlog > BACKLOG_BOUND
+    }
+
+    /// Blocks while the requests in flight hold more than `BACKLOG_BOUND`, until they hold half
+    /// of it: the reading thread calls this before it reads the next request (backpressure).
+    /// The calls in flight end on their own (each tool has its limits), so this ends too.
+    pub fn wait_for_backlog(&self) {
+        let counts = lock(&self.in_flight.count);
+        if counts.backlog <= BACKLOG_BOUND {
+            return;
+        }
+        tracing::debug!(bytes = counts.backlog, "calls in flight hold much; pausing reads");
+        let _counts = self
+            .in_flight
+            .drained
+            .wait_while(counts, |counts| counts.backlog > BACKLOG_BOUND / 2)
+            .unwrap_or_else(|e| e.into_inner());
     }
 
     /// Waits until nothing runs; false if `limit` passed first.
     pub fn wait_idle(&self, limit: Duration) -> bool {
-        let count = lock(&self.in_flight.count);
-        let (count, _) = self
+        let counts = lock(&self.in_flight.count);
+        let (counts, _) = self
             .in_flight
             .idle
-            .wait_timeout_while(count, limit, |count| *count > 0)
+            .wait_timeout_while(counts, limit, |counts| counts.requests > 0)
             .unwrap_or_else(|e| e.into_inner());
-        *count == 0
+        counts.requests == 0
     }
 
     /// A call that changes files waits for the earlier ones in flight on the same files (a

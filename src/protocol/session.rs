@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
+use crate::cli::ToolErrors;
 use crate::policy::Policy;
 use crate::protocol::calls::Calls;
 use crate::protocol::held::Held;
@@ -21,18 +22,6 @@ use crate::protocol::transport::{self, Line, Outbox};
 use crate::protocol::{lock, roots};
 use crate::sandbox::Sandbox;
 use crate::tools::Settings;
-
-/// How a failing tool call is answered (`--tool-errors`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum ToolErrors {
-    /// A JSON-RPC error with the contract's code (the default).
-    #[default]
-    Rpc,
-    /// A result with `isError: true` whose text carries the code and the message (and, with
-    /// structured output, `structuredContent: {error: {code, message}}`), so that a host that
-    /// hides JSON-RPC errors still shows the model what went wrong.
-    Result,
-}
 
 /// What the session needs beyond the policy and the tools' settings.
 pub struct Options {
@@ -92,10 +81,12 @@ pub fn serve(policy: Policy, settings: Arc<Settings>, options: Options) {
     let _ = hook.set(Arc::downgrade(&session));
     let each = |line| {
         session.accept(line);
-        // Backpressure: no next request while too many replies wait unread.
-        if session.outbox.must_wait() {
+        // Backpressure: no next request while too many replies wait unread, or while the
+        // calls in flight hold too much.
+        if session.outbox.must_wait() || session.schedule.backlog_full() {
             session.held.release();
             session.outbox.wait_for_room();
+            session.schedule.wait_for_backlog();
         }
     };
     transport::read_lines(each, || session.held.release());
@@ -145,15 +136,19 @@ impl Session {
         if bytes.iter().all(u8::is_ascii_whitespace) {
             return;
         }
+        // What the request holds while it waits and runs, for the backlog's bound.
+        let cost = || jsonrpc::read_cost(&bytes).bytes.max(bytes.len());
         let mut element = match jsonrpc::parse(&bytes) {
             Ok(Incoming::One(element)) => element,
-            Ok(Incoming::Batch(elements)) => return self.accept_batch(elements),
+            Ok(Incoming::Batch(elements)) => return self.accept_batch(elements, cost()),
             Err((id, error)) => return self.held.send_line(jsonrpc::failure_line(&id, &error)),
         };
         let reply = match element.classify() {
             Ok(Message::Request { id, method, params }) if method == "tools/call" => {
                 match self.revision_of(&method, &params) {
-                    Ok(revision) => return self.accept_call(&element, id, params, revision),
+                    Ok(revision) => {
+                        return self.accept_call(&element, id, params, revision, cost())
+                    }
                     Err(error) => Some(jsonrpc::failure_line(&id, &error)),
                 }
             }

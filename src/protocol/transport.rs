@@ -167,11 +167,6 @@ const PIPE_BUF: usize = 4096;
 const GATHER: usize = 1 << 16;
 
 impl Outbox {
-    pub fn send(&self, message: &serde_json::Value) {
-        // serde_json escapes control characters, so a message is always exactly one line.
-        self.send_lines(line_of(message));
-    }
-
     /// Sends lines already serialized, each ending in a newline.
     pub fn send_lines(&self, lines: String) {
         if lines.is_empty() || self.try_write_now(&lines) {
@@ -247,19 +242,6 @@ impl Outbox {
     }
 }
 
-/// `message` as one line with its newline. serde_json escapes control characters, so a message
-/// is always exactly one line. (`to_writer` on bytes: `Value::to_string` goes through
-/// `fmt::Write`, measurably slower on a 5 MiB file's text.)
-pub fn line_of(message: &serde_json::Value) -> String {
-    let mut bytes = Vec::with_capacity(crate::reply_size::json_len(message) + 1);
-    if serde_json::to_writer(&mut bytes, message).is_err() {
-        return String::new();
-    }
-    bytes.push(b'\n');
-    // serde_json writes UTF-8 only.
-    String::from_utf8(bytes).unwrap_or_default()
-}
-
 /// Whether stdout takes a write now without blocking.
 fn writable_now(stdout: &File) -> bool {
     let mut fds = [PollFd::new(stdout.as_fd(), PollFlags::POLLOUT)];
@@ -297,7 +279,7 @@ impl Shared {
 /// that closes stdout but not stdin must not leave the server running on, its replies going
 /// nowhere.
 pub fn spawn_writer(on_gone: impl Fn() + Send + Sync + 'static) -> (Outbox, JoinHandle<()>) {
-    widen_pipe(1);
+    widen_stdout();
     let shared = Arc::new(Shared {
         stdout: Mutex::new(stdout()),
         queue: Mutex::new(Queue::default()),
@@ -315,15 +297,14 @@ pub fn spawn_writer(on_gone: impl Fn() + Send + Sync + 'static) -> (Outbox, Join
     (Outbox { shared }, handle)
 }
 
-/// Asks for a 1 MiB pipe buffer when `fd` is a pipe (the most an unprivileged process gets by
+/// Asks for a 1 MiB pipe buffer when stdout is a pipe (the most an unprivileged process gets by
 /// default): a 5 MiB reply then crosses in 5 hand-offs between us and the client, not 80.
 /// Best effort: a refusal leaves the pipe as it was. Linux only: macOS has no call to widen a
 /// pipe (its pipes grow by themselves, to 64 KiB).
 #[cfg(target_os = "linux")]
-pub fn widen_pipe(fd: std::os::fd::RawFd) {
-    // SAFETY: fd 0 and 1 are open for the life of the process; the borrow does not outlive
-    // this call.
-    let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
+fn widen_stdout() {
+    // SAFETY: fd 1 is open for the life of the process; the borrow does not outlive this call.
+    let fd = unsafe { std::os::fd::BorrowedFd::borrow_raw(1) };
     let is_pipe = nix::sys::stat::fstat(fd)
         .is_ok_and(|st| st.st_mode & nix::libc::S_IFMT == nix::libc::S_IFIFO);
     if is_pipe {
@@ -332,7 +313,7 @@ pub fn widen_pipe(fd: std::os::fd::RawFd) {
 }
 
 #[cfg(not(target_os = "linux"))]
-pub fn widen_pipe(_fd: std::os::fd::RawFd) {}
+fn widen_stdout() {}
 
 /// Writes `text` to stdout whole: the one-shot subcommands' answer (`replay call`, `tools`,
 /// `schema`, `print-config`), written once, with no server running.

@@ -20,9 +20,9 @@ use serde_json::Value;
 use tokio::sync::watch;
 
 use crate::policy::Policy;
+use crate::progress::Cancel;
 use crate::protocol::lock;
 use crate::schema;
-use crate::tools::Cancel;
 use crate::walk;
 
 /// The writers in flight, by arrival.

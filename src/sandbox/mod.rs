@@ -6,14 +6,15 @@
 //! - `namespace`: a mount namespace where everything is read-only but the read-write roots,
 //!   so a command changes no metadata (modes, owners, times, extended attributes) outside
 //!   them, nor anything under a read-only root;
-//! - `seccomp`: where no namespace can be made, a filter in each command refusing every
-//!   metadata change, inside the read-write roots too;
+//! - `seccomp`: a filter in each command refusing what reaches into other processes (`ptrace`
+//!   and the like) and, where no namespace can be made, every metadata change, inside the
+//!   read-write roots too;
 //! - `capabilities`: commands hold none, even as root.
 //!
 //! `prepare` runs at start-up: it makes the commands' TMPDIR (`tmp`). `Sandbox::apply` has a
 //! helper process make the namespace and mount in it, then applies Landlock; a server started
-//! without directories calls it when the client's first roots arrive. Each command joins the namespace, drops its capabilities and,
-//! in the fallback, installs the filter (`CommandConfinement`). These modules are Linux-only.
+//! without directories calls it when the client's first roots arrive. Each command joins the namespace, drops its capabilities, enters
+//! a Landlock domain of its own and installs the filter (`CommandConfinement`). These modules are Linux-only.
 //!
 //! On macOS it is one layer, `seatbelt`: the server applies to itself a Seatbelt profile made
 //! from the allowed directories (`profile`, a pure function compiled on every OS so that its
@@ -26,6 +27,8 @@ mod capabilities;
 mod landlock;
 #[cfg(target_os = "linux")]
 mod namespace;
+// Compiled on every OS so that its tests run on Linux; only macOS applies it (`seatbelt`).
+#[cfg_attr(not(target_os = "macos"), allow(dead_code))]
 pub mod profile;
 #[cfg(target_os = "macos")]
 mod seatbelt;
@@ -55,6 +58,8 @@ const MECHANISM: &str = "Seatbelt";
 
 /// What came of the kernel's access control ([`MECHANISM`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
+// `Partial` and `Unsupported` are Landlock's.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 pub enum Kernel {
     Enforced,
     /// The kernel knows an older Landlock: some rights (e.g. network) are not enforced.
@@ -70,6 +75,9 @@ pub enum Kernel {
 
 /// How commands are kept from changing metadata outside the read-write roots.
 #[derive(Debug, Clone, PartialEq, Eq)]
+// Each OS constructs its own variants: Linux all but `Seatbelt`, macOS `Seatbelt` and `Off`.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+#[cfg_attr(not(target_os = "macos"), allow(dead_code))]
 pub enum Isolation {
     /// The read-only mount namespace.
     Namespace,
@@ -191,7 +199,7 @@ fn choose_isolation(config: &SandboxConfig, commands: bool) -> Pending {
 
 #[cfg(target_os = "linux")]
 fn without_namespace(why: String) -> Isolation {
-    match seccomp::filter() {
+    match seccomp::filter(true) {
         Some(_) => Isolation::Seccomp(why),
         None => Isolation::Unavailable(why),
     }
@@ -230,11 +238,21 @@ impl Sandbox {
             Pending::Decided(isolation) => (isolation, None),
         };
         let kernel = landlock::apply(roots, tmp, self.home.as_deref(), &self.config);
-        let filter = match isolation {
-            Isolation::Seccomp(_) => seccomp::filter().map(Arc::new),
-            _ => None,
-        };
-        let confinement = CommandConfinement { confine: true, namespace, filter };
+        // Every command gets the filter: the fallback's refuses metadata changes as well.
+        let filter = seccomp::filter(matches!(isolation, Isolation::Seccomp(_))).map(Arc::new);
+        let domain = landlock::command_domain().map(Arc::new);
+        // Processes of the same user may trace this one and read or write its memory (through
+        // `ptrace` or `/proc/<pid>/mem`) unless it is not dumpable. Set only now: the
+        // namespace's helper, sharing this memory, writes its own `/proc/self/uid_map`, which
+        // a process that is not dumpable may not.
+        // SAFETY: a plain prctl on this process.
+        if unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) } != 0 {
+            tracing::warn!(
+                "cannot make the server undumpable: {}",
+                std::io::Error::last_os_error()
+            );
+        }
+        let confinement = CommandConfinement { confine: true, namespace, filter, domain };
         Applied { status: Status { kernel, isolation }, confinement }
     }
 
@@ -252,19 +270,35 @@ impl Sandbox {
 }
 
 /// The places that keep their own access in the namespace: the roots, this server's TMPDIR,
-/// and the directories under /dev commands write in.
+/// and the directories under /dev commands write in; and the directories between a read-only
+/// root and the read-write root around it, writable, so that each is a mount point a command
+/// cannot rename (EBUSY): renamed, a parent would carry the read-only root to a path the
+/// policy does not know as read-only.
 #[cfg(target_os = "linux")]
 fn places(roots: &[AllowedRoot], tmp: Option<&std::path::Path>) -> Vec<namespace::Place> {
     use crate::policy::Access;
-    let roots = roots.iter().map(|root| namespace::Place {
+    let own = roots.iter().map(|root| namespace::Place {
         path: root.path.clone(),
         writable: root.access == Access::Write,
+    });
+    let between = roots.iter().filter(|r| r.access == Access::Read).flat_map(|inner| {
+        let around = roots
+            .iter()
+            .filter(|r| r.path != inner.path && inner.path.starts_with(&r.path))
+            .max_by_key(|r| r.path.components().count())
+            .filter(|r| r.access == Access::Write);
+        let ancestors = inner.path.ancestors().skip(1);
+        let inside = move |dir: &&std::path::Path| around.is_some_and(|r| *dir != r.path);
+        ancestors
+            .take_while(move |dir| around.is_some_and(|r| dir.starts_with(&r.path)))
+            .filter(inside)
+            .map(|dir| namespace::Place { path: dir.to_path_buf(), writable: true })
     });
     let writable = tmp
         .into_iter()
         .chain(landlock::DEV_DIRS.iter().map(std::path::Path::new))
         .map(|path| namespace::Place { path: path.to_path_buf(), writable: true });
-    roots.chain(writable).collect()
+    own.chain(between).chain(writable).collect()
 }
 
 /// What a command's process does to itself between `fork` and `exec`. Nothing on macOS, where
@@ -277,9 +311,12 @@ pub struct CommandConfinement {
     /// The namespace to join.
     #[cfg(target_os = "linux")]
     namespace: Option<Arc<namespace::Entry>>,
-    /// The seccomp fallback's filter.
+    /// The seccomp filter: the one every command gets, or the fallback's.
     #[cfg(target_os = "linux")]
     filter: Option<Arc<seccomp::Filter>>,
+    /// A Landlock ruleset for a domain of the command's own, nested in the server's.
+    #[cfg(target_os = "linux")]
+    domain: Option<Arc<std::os::fd::OwnedFd>>,
 }
 
 impl Default for CommandConfinement {
@@ -293,6 +330,8 @@ impl Default for CommandConfinement {
             namespace: None,
             #[cfg(target_os = "linux")]
             filter: None,
+            #[cfg(target_os = "linux")]
+            domain: None,
         }
     }
 }
@@ -312,7 +351,7 @@ impl CommandConfinement {
 
     /// Has `cmd`'s process confine itself before it runs the program: join the namespace
     /// (entering `cwd` again there, checked to be the directory `cwd_handle` is), drop every
-    /// capability, install the filter.
+    /// capability, enter a Landlock domain of its own, install the filter.
     #[cfg(target_os = "linux")]
     pub fn apply_to(
         &self,
@@ -329,6 +368,7 @@ impl CommandConfinement {
         // Everything the child uses is made here, before the fork: it only reads them.
         let namespace = self.namespace.clone();
         let filter = self.filter.clone();
+        let domain = self.domain.clone();
         let cwd = std::ffi::CString::new(cwd.as_os_str().as_bytes())?;
         let handle = cwd_handle.as_raw_fd();
         // SAFETY: the hook runs in the child between fork and exec, where only async-signal-
@@ -340,6 +380,9 @@ impl CommandConfinement {
                     namespace.join(&cwd, handle)?;
                 }
                 capabilities::drop_all()?;
+                if let Some(domain) = &domain {
+                    landlock::enter(domain.as_raw_fd())?;
+                }
                 if let Some(filter) = &filter {
                     filter.install()?;
                 }

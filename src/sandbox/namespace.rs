@@ -313,7 +313,12 @@ fn plan(places: &[Place]) -> Plan<'_> {
             .filter(|p| p.path != place.path && place.path.starts_with(&p.path))
             .max_by_key(|p| p.path.components().count())
             .map_or(!read_only_root, |p| writable(&p.path));
-        if own != around {
+        // A writable place that holds a read-only one is a mount point of its own even where
+        // it would inherit its access: a mount point cannot be renamed (`places`).
+        let holds_read_only = places
+            .iter()
+            .any(|p| p.path != place.path && p.path.starts_with(&place.path) && !writable(&p.path));
+        if own != around || (own && holds_read_only) {
             binds.push(place);
         }
     }

@@ -1,5 +1,11 @@
-//! The fallback where no mount namespace can be made: a seccomp filter, installed in each
-//! command's process, that refuses every change of metadata with EPERM.
+//! A seccomp filter installed in each command's process. Always, it refuses with EPERM what
+//! would let a command reach another process of the user's, the server or a sibling command:
+//! tracing it (`ptrace`), reading or writing its memory (`process_vm_readv`,
+//! `process_vm_writev`), taking its descriptors (`pidfd_getfd`) or comparing them (`kcmp`); and
+//! pushing keystrokes into a terminal (`ioctl(TIOCSTI)`, `TIOCLINUX`).
+//!
+//! In the fallback where no mount namespace can be made, it also refuses every change of
+//! metadata.
 //!
 //! Landlock does not cover modes, owners, times or extended attributes, and a filter sees
 //! only system call numbers and plain arguments, never the path a call names. So this filter
@@ -65,7 +71,19 @@ mod generic {
     pub const FILE_SETATTR: i64 = 469;
 }
 
-/// The calls refused on every architecture the filter knows.
+/// The calls refused to every command: each reaches into another process.
+const REFUSED_ALWAYS: &[i64] = &[
+    libc::SYS_ptrace,
+    libc::SYS_process_vm_readv,
+    libc::SYS_process_vm_writev,
+    libc::SYS_pidfd_getfd,
+    libc::SYS_kcmp,
+];
+
+/// ioctl requests refused to every command: they inject input into a terminal.
+const REFUSED_TTY_IOCTLS: &[u32] = &[libc::TIOCSTI as u32, libc::TIOCLINUX as u32];
+
+/// The metadata calls the fallback refuses, on every architecture the filter knows.
 const REFUSED: &[i64] = &[
     libc::SYS_fchmod,
     libc::SYS_fchmodat,
@@ -140,9 +158,10 @@ fn ret(value: u32) -> sock_filter {
     stmt(libc::BPF_RET | libc::BPF_K, value)
 }
 
-/// The filter for this architecture; `None` where replay has no table for it.
+/// The filter for this architecture, refusing metadata changes too when `metadata` (the
+/// fallback); `None` where replay has no table for it.
 #[cfg(any(target_arch = "x86_64", target_arch = "aarch64", target_arch = "riscv64"))]
-pub fn filter() -> Option<Filter> {
+pub fn filter(metadata: bool) -> Option<Filter> {
     let mut program =
         vec![load(ARCH), jump_eq(AUDIT_ARCH, 1, 0), ret(libc::SECCOMP_RET_KILL_PROCESS), load(NR)];
     #[cfg(target_arch = "x86_64")]
@@ -155,13 +174,16 @@ pub fn filter() -> Option<Filter> {
         },
         ret(libc::SECCOMP_RET_KILL_PROCESS),
     ]);
-    for &nr in REFUSED.iter().chain(REFUSED_LEGACY) {
+    let (calls, metadata_ioctls): (&[&[i64]], &[u32]) =
+        if metadata { (&[REFUSED, REFUSED_LEGACY], REFUSED_IOCTLS) } else { (&[], &[]) };
+    let ioctls: Vec<u32> = REFUSED_TTY_IOCTLS.iter().chain(metadata_ioctls).copied().collect();
+    for &nr in REFUSED_ALWAYS.iter().chain(calls.iter().copied().flatten()) {
         program.extend([jump_eq(nr as u32, 0, 1), ret(EPERM)]);
     }
     // ioctl: the request number decides.
-    program.extend([jump_eq(libc::SYS_ioctl as u32, 0, 1 + 2 * REFUSED_IOCTLS.len() as u8)]);
+    program.extend([jump_eq(libc::SYS_ioctl as u32, 0, 1 + 2 * ioctls.len() as u8)]);
     program.push(load(ARG1_LOW));
-    for &request in REFUSED_IOCTLS {
+    for &request in &ioctls {
         program.extend([jump_eq(request, 0, 1), ret(EPERM)]);
     }
     program.push(ret(libc::SECCOMP_RET_ALLOW));
@@ -169,7 +191,7 @@ pub fn filter() -> Option<Filter> {
 }
 
 #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64", target_arch = "riscv64")))]
-pub fn filter() -> Option<Filter> {
+pub fn filter(_metadata: bool) -> Option<Filter> {
     None
 }
 

@@ -59,15 +59,6 @@ fn field_names() {
     assert_eq!(field_name("/edits/0/oldText"), "edits[0].oldText");
 }
 
-#[test]
-fn readme_tool_table_names_every_tool() {
-    let readme = include_str!("../../README.md");
-    for def in definitions() {
-        let row = format!("| `{}` | {} |", def.name, def.definition["title"].as_str().unwrap());
-        assert!(readme.contains(&row), "README.md's tool table lacks the row starting {row:?}");
-    }
-}
-
 /// Every tool has a title and the four hints; only execute_command reaches beyond the allowed
 /// directories (openWorldHint), and a tool is read-only exactly when it changes nothing.
 #[test]

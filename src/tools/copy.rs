@@ -16,13 +16,10 @@ use nix::fcntl::{renameat, OFlag};
 use serde::Deserialize;
 
 use crate::error::ToolError;
+use crate::fs::atomic::{rename_no_replace, temp_name};
 use crate::fs::tree;
-use crate::platform;
 use crate::policy::confined::{Kind, Slot};
-use crate::tools::write::temp_name;
-use crate::tools::{Ctx, Output};
-
-const NOT_COPYABLE: &str = "not a regular file or directory (a device, FIFO or socket)";
+use crate::tools::{into_itself, Ctx, Output};
 
 #[derive(Deserialize)]
 pub struct CopyFileArgs {
@@ -39,13 +36,13 @@ pub fn copy_file(ctx: &Ctx, args: CopyFileArgs) -> Result<Output, ToolError> {
     // A device, FIFO or socket is refused before it is opened (opening some devices acts).
     let meta = source.metadata().map_err(failed)?;
     if !meta.is_file() && !meta.is_dir() {
-        return Err(failed(io::Error::new(io::ErrorKind::Unsupported, NOT_COPYABLE)));
+        return Err(ToolError::NotRegularFile { path: source.shown });
     }
     // Non-blocking all the same: should a FIFO take the file's place meanwhile, the copy fails
     // instead of waiting for a writer.
     let from = source.open(OFlag::O_RDONLY | OFlag::O_NONBLOCK).map_err(failed)?;
     let source_kind = if meta.is_dir() { Kind::Dir } else { Kind::File };
-    if destination.real.starts_with(&source.real) {
+    if into_itself(&source, &destination) {
         let detail = if destination.real == source.real {
             format!("is the source itself ({})", source.shown.display())
         } else {
@@ -64,28 +61,15 @@ pub fn copy_file(ctx: &Ctx, args: CopyFileArgs) -> Result<Output, ToolError> {
         }
         Err(e) => return Err(ToolError::io("create parent directories", &destination.shown, e)),
     };
-    let refuse = |detail: &str| ToolError::Io {
-        op: "overwrite",
-        path: destination.shown.clone(),
-        source: io::Error::other(detail.to_string()),
-    };
     let replace = match to.stat().map_err(|e| ToolError::io("copy", &destination.shown, e))? {
         None => false,
         Some(_) if !args.overwrite => {
             return Err(ToolError::AlreadyExists { path: destination.shown.clone() })
         }
         Some(stat) => match stat.kind() {
-            Kind::Dir => {
-                return Err(refuse(
-                    "it is a directory, and copy_file overwrites files only; delete it first \
-                     with delete_file if that is really intended",
-                ))
-            }
+            Kind::Dir => return Err(ToolError::DirectoryInTheWay { path: destination.shown }),
             _ if source_kind == Kind::Dir => {
-                return Err(refuse(
-                    "a directory does not replace a file; delete the file first with \
-                     delete_file if that is really intended",
-                ))
+                return Err(ToolError::FileInTheWay { path: destination.shown })
             }
             // The policy resolved every link: one here was put there since.
             Kind::Symlink => return Err(failed(io::Error::from(Errno::ELOOP))),
@@ -142,16 +126,7 @@ fn rename_into_place(to: &Slot, temp: &str, replace: bool) -> io::Result<()> {
         // ENOTDIR: a directory is never replaced.
         return Ok(renameat(dir, temp, dir, name)?);
     }
-    match platform::rename_exclusive(dir, OsStr::new(temp), dir, name) {
-        Ok(()) => Ok(()),
-        Err(errno) if platform::cannot_rename_exclusively(errno) => {
-            if to.stat()?.is_some() {
-                return Err(io::Error::from(io::ErrorKind::AlreadyExists));
-            }
-            Ok(renameat(dir, temp, dir, name)?)
-        }
-        Err(errno) => Err(io::Error::from(errno)),
-    }
+    rename_no_replace(dir, OsStr::new(temp), dir, name)
 }
 
 /// Removes a half-made copy (replay's own temp name), whose directories may already have been

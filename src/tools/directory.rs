@@ -12,13 +12,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use serde::Deserialize;
 
 use crate::error::ToolError;
+use crate::fs::atomic::TEMP_PREFIX;
 use crate::policy::confined::{self, Kind};
 use crate::policy::ResolvedPath;
+use crate::progress::Tally;
 use crate::reply_size::{escaped_text_len, push_json_string, Budget, REPLY_NAME};
-use crate::tools::info::iso8601_utc;
-use crate::tools::write::TEMP_PREFIX;
+use crate::tools::format::iso8601_utc;
 use crate::tools::{Content, Ctx, Output, Structured};
-use crate::walk::{self, levels, EntryKind, Exclude, Tally, WalkOptions};
+use crate::walk::{self, levels, EntryKind, Exclude, WalkOptions};
 
 #[derive(Deserialize)]
 pub struct PathArgs {
@@ -617,7 +618,7 @@ impl TreeWriter {
                 json.extend_from_slice(b",\"type\":\"directory\",\"children\":[");
                 self.open.push((false, mark.incomplete));
             }
-            EntryKind::File => json.extend_from_slice(b",\"type\":\"file\"}"),
+            EntryKind::File | EntryKind::Other => json.extend_from_slice(b",\"type\":\"file\"}"),
             EntryKind::Symlink => json.extend_from_slice(b",\"type\":\"symlink\"}"),
         }
         if let Some(text) = &mut self.text {
@@ -630,7 +631,7 @@ impl TreeWriter {
                 EntryKind::Dir if at_limit || mark.partial => text.push_str("/ ..."),
                 EntryKind::Dir => text.push('/'),
                 EntryKind::Symlink => text.push('@'),
-                EntryKind::File => {}
+                EntryKind::File | EntryKind::Other => {}
             }
         }
     }

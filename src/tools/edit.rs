@@ -7,19 +7,16 @@
 
 pub mod matching;
 
-use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-
-use nix::fcntl::OFlag;
 
 use serde::Deserialize;
 
 use crate::error::{shortened, ToolError};
+use crate::fs::atomic::atomic_write;
+use crate::fs::read::read_capped;
 use crate::policy::ResolvedPath;
 use crate::reply_size::{escaped_text_len, Budget, REPLY_NAME};
-use crate::tools::read::MAX_READ_BYTES;
-use crate::tools::write::atomic_write;
 use crate::tools::{Content, Ctx, Output};
 use crate::walk;
 
@@ -111,7 +108,7 @@ pub fn edit_files(ctx: &Ctx, args: EditFilesArgs) -> Result<Output, ToolError> {
         content.push(match edit_one(ctx, file, &edits, args.dry_run, &mut budget) {
             Ok(text) => Content::Text(text),
             Err(ToolError::Cancelled) => return Err(ToolError::Cancelled),
-            Err(e) => Content::Text(format!("{}: [error {}] {e}", file.shown.display(), e.code())),
+            Err(e) => Content::Text(e.as_line(&file.shown)),
         });
         ctx.progress.report(done, Some(total), || format!("processed {done} of {total} files"));
     }
@@ -187,10 +184,7 @@ fn edit_one(
     };
     let stop = || ctx.cancel.is_cancelled();
     let edited =
-        apply_edits_until(&original, edits, MAX_EDITED_BYTES, &stop).map_err(|e| match e {
-            EditError::Stopped => ToolError::Cancelled,
-            e => ToolError::Edit(e),
-        })?;
+        apply_edits_until(&original, edits, MAX_EDITED_BYTES, &stop).map_err(ToolError::from)?;
     if dry_run {
         return unified_diff(shown, &original, &edited, &stop, budget);
     }
@@ -203,32 +197,8 @@ fn edit_one(
 
 fn read_text(file: &ResolvedPath) -> Result<String, ToolError> {
     let shown = &file.shown;
-    let failed = |e| ToolError::io("read", shown, e);
-    let handle = file.open(OFlag::O_RDONLY | OFlag::O_NONBLOCK).map_err(failed)?;
-    let meta = handle.metadata().map_err(failed)?;
-    if meta.is_dir() {
-        return Err(ToolError::IsADirectory { path: shown.to_path_buf() });
-    }
-    if meta.len() > MAX_READ_BYTES {
-        return Err(ToolError::TooLarge {
-            path: shown.to_path_buf(),
-            size: meta.len(),
-            cap: MAX_READ_BYTES,
-        });
-    }
-    let mut bytes = Vec::with_capacity(meta.len() as usize);
-    handle.take(MAX_READ_BYTES + 1).read_to_end(&mut bytes).map_err(failed)?;
-    if bytes.len() as u64 > MAX_READ_BYTES {
-        let size = bytes.len() as u64;
-        return Err(ToolError::TooLarge { path: shown.to_path_buf(), size, cap: MAX_READ_BYTES });
-    }
-    String::from_utf8(bytes).map_err(|_| {
-        let source = io::Error::new(
-            io::ErrorKind::InvalidData,
-            "not UTF-8 text; binary files cannot be edited",
-        );
-        ToolError::Io { op: "edit", path: shown.to_path_buf(), source }
-    })
+    let bytes = read_capped(file)?;
+    String::from_utf8(bytes).map_err(|_| ToolError::Binary { path: shown.to_path_buf() })
 }
 
 /// The `--- path` / `+++ path` / `@@ … @@` diff, or `(no changes)`, within `budget`: the lines
@@ -315,4 +285,13 @@ fn intended_edits(shown: &Path, edits: &[Edit]) -> String {
         ));
     }
     text
+}
+
+impl From<EditError> for ToolError {
+    fn from(e: EditError) -> ToolError {
+        match e {
+            EditError::Stopped => ToolError::Cancelled,
+            e => ToolError::EditNotApplied { detail: e.to_string() },
+        }
+    }
 }

@@ -1,5 +1,5 @@
-//! execute_command: `/bin/sh -c` in its own process group, with a deadline, capped output, and
-//! cancellation. The only place replay starts a process.
+//! execute_command: `/bin/sh -c` in its own session and process group, with a deadline, capped
+//! output, and cancellation. The only place replay starts a process.
 //!
 //! The child's stdin is `/dev/null`: it must never read the server's protocol stream. Both
 //! output pipes are drained at once by their own threads, so a chatty child never blocks on a
@@ -109,21 +109,22 @@ fn spawn(ctx: &Ctx, command: &str, cwd: &ResolvedPath) -> Result<Child, ToolErro
     let dir = cwd.open_dir().map_err(|e| ToolError::io("use working directory", &cwd.shown, e))?;
     let handle = dir.as_raw_fd();
     let mut cmd = std::process::Command::new("/bin/sh");
-    cmd.arg("-c")
-        .arg(command)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        // Its own process group, so that a deadline or a cancellation reaches every process
-        // the command started, not just the shell.
-        .process_group(0);
+    cmd.arg("-c").arg(command).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
     if let Some(tmp) = &ctx.settings.command_tmp {
         cmd.env("TMPDIR", tmp.dir());
     }
-    // SAFETY: fchdir is async-signal-safe; `handle` stays open in the parent until the spawn
-    // returns, so the child's copy is open.
+    // SAFETY: setsid and fchdir are async-signal-safe; `handle` stays open in the parent until
+    // the spawn returns, so the child's copy is open.
     unsafe {
         cmd.pre_exec(move || {
+            // A session of its own, and so a process group of its own (its id is the shell's),
+            // so that a deadline or a cancellation reaches every process the command started,
+            // not just the shell. The session has no controlling terminal: the command cannot
+            // open the user's terminal as `/dev/tty` and push keystrokes into it (TIOCSTI),
+            // which the shell reading them would run outside the sandbox.
+            if libc::setsid() < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
             if libc::fchdir(handle) < 0 {
                 return Err(std::io::Error::last_os_error());
             }

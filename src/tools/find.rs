@@ -6,11 +6,11 @@ use serde_json::{json, Value};
 use crate::error::ToolError;
 use std::path::Path;
 
+use crate::progress::Tally;
 use crate::reply_size::{escaped_text_len, Budget, REPLY_BYTES, REPLY_NAME};
+use crate::tools::format::NO_MATCHES;
 use crate::tools::{resolve_dir, Ctx, Output, Structured};
-use crate::walk::{self, EntryKind, Exclude, Tally, WalkOptions};
-
-pub const NO_MATCHES: &str = "(no matches found)";
+use crate::walk::{self, EntryKind, Exclude, WalkOptions};
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -96,6 +96,12 @@ pub fn search_files(ctx: &Ctx, args: SearchFilesArgs) -> Result<Output, ToolErro
     hits.left_out += total_usize(found.total) - found.entries.len();
     let summary = found.summary;
     let mut text = hits.text();
+    if hits.paths.is_empty() && args.name_contains.contains(['*', '?', '[']) {
+        // The contract's first line stays; the next says why a pattern found nothing.
+        text.push_str(
+            "\n[nameContains is a literal substring, not a glob: for a pattern use glob_search]",
+        );
+    }
     if hits.left_out > 0 {
         text.push_str(&format!(
             "\n[{} more matches not shown: the reply reached its {REPLY_NAME} bound; narrow \

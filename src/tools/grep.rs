@@ -14,13 +14,14 @@ use std::sync::Mutex;
 use serde::Deserialize;
 
 use crate::error::ToolError;
+use crate::fs::read::MAX_READ_BYTES;
 use crate::js_regex::{FastRegex, JsRegex};
 use crate::policy::ResolvedPath;
+use crate::progress::Tally;
 use crate::reply_size::{escaped_text_len, push_json_string, Budget, REPLY_NAME};
-use crate::tools::find::NO_MATCHES;
-use crate::tools::read::MAX_READ_BYTES;
+use crate::tools::format::NO_MATCHES;
 use crate::tools::{resolve_dir, Ctx, Output, Structured};
-use crate::walk::{self, EntryKind, Exclude, Tally, WalkOptions};
+use crate::walk::{self, EntryKind, Exclude, WalkOptions};
 
 /// Files with a NUL byte in their first 4 KB are binary and skipped, as the contract says.
 const BINARY_PROBE: usize = 4096;
@@ -168,7 +169,7 @@ fn scopes(ctx: &Ctx, args: &GrepArgs) -> Result<(Vec<Scope>, usize), ToolError> 
         let (base, rest) = walk::split_glob(glob);
         match resolve_dir(ctx, &base.to_string_lossy(), "search") {
             Ok(dir) => scopes.push(Scope { root: dir, globs: vec![rest] }),
-            Err(ToolError::NotAllowed(_)) => skipped += 1,
+            Err(ToolError::NotAllowed(_) | ToolError::InvalidPath(_)) => skipped += 1,
             Err(ToolError::NotFound { .. }) => {}
             Err(e) => return Err(e),
         }
@@ -476,7 +477,7 @@ struct Matchers<'c> {
     gave_up: AtomicUsize,
     /// The exact engine's search of a file (up to 16 MiB, each match up to its backtracking
     /// limit) stops when the call is cancelled.
-    cancel: &'c crate::tools::Cancel,
+    cancel: &'c crate::progress::Cancel,
 }
 
 /// 0-based numbers of the lines a match touches, ascending. A match spanning lines marks each

@@ -10,17 +10,19 @@ mod directory;
 pub mod edit;
 mod exec;
 mod find;
+mod format;
 mod grep;
 mod info;
 pub mod read;
 mod relocate;
-pub mod write;
+mod write;
 
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::error::ToolError;
 use crate::policy::{Policy, ResolvedPath};
+use crate::progress::{Cancel, Progress};
 
 /// What a tool call can see of the server.
 pub struct Ctx<'a> {
@@ -28,62 +30,6 @@ pub struct Ctx<'a> {
     pub settings: &'a Settings,
     pub cancel: &'a Cancel,
     pub progress: &'a Progress,
-}
-
-/// Progress reports of one call. They become `notifications/progress` when the client asked for
-/// them (a `progressToken`); otherwise they cost a branch. The first report goes out at once,
-/// later ones at most every `Progress::INTERVAL`, each with a larger `progress` than the last,
-/// and none once `finish` has run (the response follows it).
-#[derive(Default)]
-pub struct Progress {
-    sink: Option<Box<ProgressSink>>,
-    state: std::sync::Mutex<ProgressState>,
-}
-
-/// Receives `(progress, total, message)`.
-type ProgressSink = dyn Fn(u64, Option<u64>, String) + Send + Sync;
-
-#[derive(Default)]
-struct ProgressState {
-    last_value: Option<u64>,
-    last_sent: Option<std::time::Instant>,
-    finished: bool,
-}
-
-impl Progress {
-    pub const INTERVAL: std::time::Duration = std::time::Duration::from_millis(100);
-
-    /// Reports to `sink(progress, total, message)`.
-    pub fn new(sink: impl Fn(u64, Option<u64>, String) + Send + Sync + 'static) -> Progress {
-        Progress { sink: Some(Box::new(sink)), state: Default::default() }
-    }
-
-    /// Whether anyone listens: a tool may skip counting work when not.
-    pub fn wanted(&self) -> bool {
-        self.sink.is_some()
-    }
-
-    /// `done` units of work so far (of `total`, when known). `message` is built only when sent.
-    pub fn report(&self, done: u64, total: Option<u64>, message: impl FnOnce() -> String) {
-        let Some(sink) = &self.sink else { return };
-        let mut state = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        if state.finished || state.last_value.is_some_and(|last| done <= last) {
-            return;
-        }
-        let now = std::time::Instant::now();
-        if state.last_sent.is_some_and(|at| now.duration_since(at) < Self::INTERVAL) {
-            return;
-        }
-        state.last_value = Some(done);
-        state.last_sent = Some(now);
-        // Sent under the lock, so that `finish` cannot slip between the check and the send.
-        sink(done, total, message());
-    }
-
-    /// No report after this: the call's response is about to be sent.
-    pub fn finish(&self) {
-        self.state.lock().unwrap_or_else(|e| e.into_inner()).finished = true;
-    }
 }
 
 /// The server's configuration as the tools need it: fixed at start-up, but for the sandbox
@@ -108,20 +54,6 @@ impl Settings {
     /// Whether this server offers the tool.
     pub fn serves(&self, name: &str) -> bool {
         !self.disabled_tools.iter().any(|d| d == name)
-    }
-}
-
-/// Set when the client cancels the call (`notifications/cancelled`); long tools look at it.
-#[derive(Debug, Default)]
-pub struct Cancel(std::sync::atomic::AtomicBool);
-
-impl Cancel {
-    pub fn cancel(&self) {
-        self.0.store(true, std::sync::atomic::Ordering::Relaxed);
-    }
-
-    pub fn is_cancelled(&self) -> bool {
-        self.0.load(std::sync::atomic::Ordering::Relaxed)
     }
 }
 
@@ -213,6 +145,13 @@ pub fn resolve_dir(ctx: &Ctx, raw: &str, op: &'static str) -> Result<ResolvedPat
         return Err(ToolError::NotADirectory { path: dir.shown });
     }
     Ok(dir)
+}
+
+/// Whether `destination` is `source` itself or lies inside it, where copy_file and move_file
+/// would go into themselves. Compared as resolved paths, component by component (`/a/bc` is
+/// not inside `/a/b`).
+pub fn into_itself(source: &ResolvedPath, destination: &ResolvedPath) -> bool {
+    destination.real.starts_with(&source.real)
 }
 
 /// Deserializes validated arguments. Failing here means a schema is looser than its struct.

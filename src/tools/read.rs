@@ -3,28 +3,18 @@
 
 mod paging;
 
-use std::fs::{File, Metadata};
-use std::io::Read;
 use std::os::unix::fs::FileExt;
 use std::path::Path;
 
-use nix::fcntl::OFlag;
 use serde::Deserialize;
 
 use crate::base64;
 use crate::error::ToolError;
+use crate::fs::read::{open_regular, read_all, read_capped, MAX_READ_BYTES};
 use crate::policy::ResolvedPath;
-use crate::reply_size::{self, escaped_text_len, Budget, REPLY_BYTES, REPLY_NAME};
+use crate::reply_size::{escaped_text_len, Budget, REPLY_BYTES, REPLY_NAME};
 use crate::tools::{Content, Ctx, Output};
 use paging::{Limits, PageError, Range};
-
-/// read_file refuses files larger than this: a model cannot use more in one reply, and the
-/// base64 of a binary file grows it by a third again. A partial read returns at most this much,
-/// and counts the lines of a file up to this size.
-pub const MAX_READ_BYTES: u64 = 16 * 1024 * 1024;
-
-// A whole file of the largest size read_file returns fits a reply even as base64.
-const _: () = assert!(reply_size::base64_len(MAX_READ_BYTES as usize) <= REPLY_BYTES);
 
 /// How much of a file's start a partial read looks at to tell a binary file: one with a NUL byte
 /// there is binary, whatever the lines asked for hold (grep_files looks at as much).
@@ -173,19 +163,11 @@ fn read_lines(
     let page = page.map_err(|e| match e {
         PageError::Io(e) => ToolError::io("read", shown, e),
         PageError::LineTooLong { line, cap } => {
-            let line = line.map_or("the last line".to_string(), |n| format!("line {n}"));
-            let detail = match cap {
-                paging::Cap::Bytes(n) => format!(
-                    "{line} alone is longer than the {} a partial read returns",
-                    paging::size_name(n)
-                ),
-                paging::Cap::Json(n) => format!(
-                    "{line} alone takes more than the {} of JSON a reply may hold (control \
-                     characters take 6 bytes each once escaped)",
-                    paging::size_name(n)
-                ),
+            let (limit, json) = match cap {
+                paging::Cap::Bytes(n) => (paging::size_name(n), false),
+                paging::Cap::Json(n) => (paging::size_name(n), true),
             };
-            ToolError::Io { op: "read", path: shown.clone(), source: std::io::Error::other(detail) }
+            ToolError::LineTooLong { path: shown.clone(), line, limit, json }
         }
         PageError::Stopped => ToolError::Cancelled,
     })?;
@@ -213,7 +195,7 @@ pub fn read_multiple_files(ctx: &Ctx, args: ReadMultipleFilesArgs) -> Result<Out
         let room = budget.left().saturating_sub(head);
         let body = match read_one_of_many(ctx, path, room, head) {
             Ok(body) => body,
-            Err(e) => format!("[error: {e}]"),
+            Err(e) => e.as_item(),
         };
         // The notes and errors are short; taken whether or not they fit.
         if !budget.take(head + escaped_text_len(body.as_bytes())) {
@@ -264,54 +246,6 @@ fn read_one_of_many(ctx: &Ctx, path: &str, room: usize, head: usize) -> Result<S
             mime_type(&resolved.real)
         )),
     }
-}
-
-/// Opens a regular file for reading: a directory, device, socket or pipe is refused.
-fn open_regular(resolved: &ResolvedPath) -> Result<(File, Metadata), ToolError> {
-    let shown = &resolved.shown;
-    // O_NONBLOCK: opening a FIFO must not hang the call; it changes nothing for regular files.
-    let file = resolved
-        .open(OFlag::O_RDONLY | OFlag::O_NONBLOCK)
-        .map_err(|e| ToolError::io("read", shown, e))?;
-    let meta = file.metadata().map_err(|e| ToolError::io("read", shown, e))?;
-    if meta.is_dir() {
-        return Err(ToolError::IsADirectory { path: shown.clone() });
-    }
-    if !meta.is_file() {
-        let source = std::io::Error::other("not a regular file (a device, socket or pipe)");
-        return Err(ToolError::Io { op: "read", path: shown.clone(), source });
-    }
-    Ok((file, meta))
-}
-
-/// Reads a regular file of at most `MAX_READ_BYTES`.
-fn read_capped(resolved: &ResolvedPath) -> Result<Vec<u8>, ToolError> {
-    let (file, meta) = open_regular(resolved)?;
-    read_all(file, &meta, &resolved.shown)
-}
-
-/// Reads an open regular file of at most `MAX_READ_BYTES` (`meta` is its metadata).
-fn read_all(file: File, meta: &Metadata, shown: &Path) -> Result<Vec<u8>, ToolError> {
-    if meta.len() > MAX_READ_BYTES {
-        return Err(ToolError::TooLarge {
-            path: shown.to_path_buf(),
-            size: meta.len(),
-            cap: MAX_READ_BYTES,
-        });
-    }
-    let mut bytes = Vec::with_capacity(meta.len() as usize);
-    // The file may grow between the stat and the read: never take more than the cap.
-    file.take(MAX_READ_BYTES + 1)
-        .read_to_end(&mut bytes)
-        .map_err(|e| ToolError::io("read", shown, e))?;
-    if bytes.len() as u64 > MAX_READ_BYTES {
-        return Err(ToolError::TooLarge {
-            path: shown.to_path_buf(),
-            size: bytes.len() as u64,
-            cap: MAX_READ_BYTES,
-        });
-    }
-    Ok(bytes)
 }
 
 /// Whether `bytes` would be read as text (without copying them): see [`text_of`].

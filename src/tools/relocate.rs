@@ -1,18 +1,17 @@
 //! move_file: rename without ever overwriting, across filesystems too, through directory
-//! handles (`platform::rename_exclusive`), so neither end is looked up by path again.
+//! handles (`fs::atomic::rename_no_replace`), so neither end is looked up by path again.
 
 use std::io;
 use std::os::fd::AsFd;
 
 use nix::errno::Errno;
-use nix::fcntl::renameat;
 use serde::Deserialize;
 
 use crate::error::ToolError;
+use crate::fs::atomic;
 use crate::fs::tree;
-use crate::platform;
 use crate::policy::confined::Slot;
-use crate::tools::{Ctx, Output};
+use crate::tools::{into_itself, Ctx, Output};
 
 #[derive(Deserialize)]
 pub struct MoveFileArgs {
@@ -28,7 +27,7 @@ pub fn move_file(ctx: &Ctx, args: MoveFileArgs) -> Result<Output, ToolError> {
     if from.stat().map_err(failed)?.is_none() {
         return Err(failed(io::Error::from(io::ErrorKind::NotFound)));
     }
-    if destination.real.starts_with(&source.real) {
+    if into_itself(&source, &destination) {
         let detail = format!("cannot move {} into itself", source.shown.display());
         return Err(ToolError::invalid_params("destination", detail));
     }
@@ -48,22 +47,14 @@ pub fn move_file(ctx: &Ctx, args: MoveFileArgs) -> Result<Output, ToolError> {
     Ok(Output::text(format!("Moved {} -> {}", source.shown.display(), destination.shown.display())))
 }
 
-/// `renameat2(RENAME_NOREPLACE)` (`renameatx_np(RENAME_EXCL)` on macOS): the kernel refuses to
-/// replace an existing destination, so a file that appears between our check and the rename is
-/// not lost either. Across filesystems it
-/// copies, then removes the source; `stop` can end the copy, never the removal after it.
+/// `fs::atomic::rename_no_replace`: the kernel refuses to replace an existing destination, so a
+/// file that appears between our check and the rename is not lost either. Across filesystems
+/// it copies, then removes the source; `stop` can end the copy, never the removal after it.
 fn rename_no_replace(from: &Slot, to: &Slot, stop: tree::Stop<'_>) -> io::Result<()> {
     let (from_dir, to_dir) = (from.dir.as_fd(), to.dir.as_fd());
-    match platform::rename_exclusive(from_dir, &from.name, to_dir, &to.name) {
-        Ok(()) => Ok(()),
-        Err(Errno::EXDEV) => copy_then_remove(from, to, stop),
-        Err(errno) if platform::cannot_rename_exclusively(errno) => {
-            if to.stat()?.is_some() {
-                return Err(io::Error::from(io::ErrorKind::AlreadyExists));
-            }
-            Ok(renameat(from_dir, &*from.name, to_dir, &*to.name)?)
-        }
-        Err(errno) => Err(io::Error::from(errno)),
+    match atomic::rename_no_replace(from_dir, &from.name, to_dir, &to.name) {
+        Err(e) if e.raw_os_error() == Some(Errno::EXDEV as i32) => copy_then_remove(from, to, stop),
+        result => result,
     }
 }
 

@@ -1,22 +1,20 @@
-//! write_file, and the atomic write every writer uses: temp file beside the target, fsync,
-//! rename, the original's permissions kept, all through the target directory's handle. Also
-//! write_file's append, which adds to the end of a file instead of replacing it.
+//! write_file: the whole content through the atomic write (`fs::atomic`), or appended to the
+//! end of a file instead of replacing it.
 
-use std::collections::HashSet;
-use std::fs::{self, File};
+use std::fs::File;
 use std::io::{self, Write};
 use std::os::fd::{AsFd, BorrowedFd};
-use std::os::unix::fs::{MetadataExt, PermissionsExt};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{LazyLock, Mutex};
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
 
 use nix::errno::Errno;
-use nix::fcntl::{openat, renameat, OFlag};
+use nix::fcntl::{openat, OFlag};
 use nix::sys::stat::Mode;
 use nix::unistd::{unlinkat, UnlinkatFlags};
 use serde::Deserialize;
 
 use crate::error::ToolError;
+use crate::fs::atomic::atomic_write;
 use crate::policy::confined::{self, Kind, Slot};
 use crate::tools::{Ctx, Output};
 
@@ -32,8 +30,7 @@ pub fn write_file(ctx: &Ctx, args: WriteFileArgs) -> Result<Output, ToolError> {
     let resolved = ctx.policy.resolve_write(&args.path)?;
     let slot = resolved.slot(true).map_err(|e| ToolError::io("write", &resolved.shown, e))?;
     if args.append {
-        append(&slot, args.content.as_bytes())
-            .map_err(|e| ToolError::io("append", &resolved.shown, e))?;
+        append(&slot, args.content.as_bytes(), &resolved.shown)?;
         return Ok(Output::text(format!("Successfully appended to {}", resolved.shown.display())));
     }
     atomic_write(&slot, args.content.as_bytes())
@@ -50,14 +47,15 @@ pub fn write_file(ctx: &Ctx, args: WriteFileArgs) -> Result<Output, ToolError> {
 /// touched. A failed write or fsync (a full disk) is undone: the file is cut back to its old
 /// length, or a file this call created is removed, unless another process wrote to it
 /// meanwhile, whose bytes are kept.
-pub fn append(slot: &Slot, bytes: &[u8]) -> io::Result<()> {
-    if let Some(stat) = slot.stat()? {
+fn append(slot: &Slot, bytes: &[u8], shown: &Path) -> Result<(), ToolError> {
+    let failed = |e| ToolError::io("append", shown, e);
+    if let Some(stat) = slot.stat().map_err(failed)? {
         match stat.kind() {
             Kind::File => {}
-            Kind::Dir => return Err(io::Error::from(io::ErrorKind::IsADirectory)),
+            Kind::Dir => return Err(failed(io::Error::from(io::ErrorKind::IsADirectory))),
             // The policy resolved every link: one here was put there since.
-            Kind::Symlink => return Err(io::Error::from(Errno::ELOOP)),
-            Kind::Other => return Err(not_a_regular_file()),
+            Kind::Symlink => return Err(failed(io::Error::from(Errno::ELOOP))),
+            Kind::Other => return Err(ToolError::NotRegularFile { path: shown.to_path_buf() }),
         }
     }
     let dir = slot.dir.as_fd();
@@ -72,22 +70,20 @@ pub fn append(slot: &Slot, bytes: &[u8]) -> io::Result<()> {
     let create = flags | OFlag::O_CREAT | OFlag::O_EXCL;
     let (fd, created) = match openat(dir, name, create, Mode::from_bits_truncate(0o666)) {
         Ok(fd) => (fd, true),
-        Err(Errno::EEXIST) => (openat(dir, name, flags, Mode::empty())?, false),
-        Err(e) => return Err(e.into()),
+        Err(Errno::EEXIST) => {
+            (openat(dir, name, flags, Mode::empty()).map_err(|e| failed(e.into()))?, false)
+        }
+        Err(e) => return Err(failed(e.into())),
     };
     let mut file = File::from(fd);
-    let meta = file.metadata()?;
+    let meta = file.metadata().map_err(failed)?;
     if !meta.is_file() {
-        return Err(not_a_regular_file());
+        return Err(ToolError::NotRegularFile { path: shown.to_path_buf() });
     }
     if meta.nlink() > 1 {
         // Every other write replaces the directory entry, so a hard link to a file elsewhere is
         // never written through; appending in place would change that file too.
-        return Err(io::Error::other(format!(
-            "the file has {} hard links, and appending in place would change the other names \
-             too; write the whole content without append instead",
-            meta.nlink()
-        )));
+        return Err(ToolError::HardLinked { path: shown.to_path_buf(), links: meta.nlink() });
     }
     let old_len = meta.len();
     let mut written = 0;
@@ -111,7 +107,7 @@ pub fn append(slot: &Slot, bytes: &[u8]) -> io::Result<()> {
                 let _ = file.set_len(old_len);
             }
         }
-        return result;
+        return result.map_err(failed);
     }
     if created {
         // Make the new entry durable (a bare `O_PATH` handle cannot be synced: best effort).
@@ -120,139 +116,11 @@ pub fn append(slot: &Slot, bytes: &[u8]) -> io::Result<()> {
     Ok(())
 }
 
-fn not_a_regular_file() -> io::Error {
-    io::Error::other("not a regular file (a device, socket or pipe)")
-}
-
 /// Removes `name` from `dir` if it is still the file `file` is open on.
 fn remove_if_same(dir: BorrowedFd<'_>, name: &std::ffi::OsStr, file: &File) {
     use std::os::unix::fs::MetadataExt;
     let (Ok(ours), Ok(now)) = (file.metadata(), confined::stat_at(dir, name)) else { return };
     if ours.dev() == now.dev && ours.ino() == now.ino {
         let _ = unlinkat(dir, name, UnlinkatFlags::NoRemoveDir);
-    }
-}
-
-/// The prefix of every temp file replay creates, so that a leftover one (the server killed
-/// between create and rename) is recognizably replay's. The full name is
-/// `.replay-tmp.<pid>.<n>`: the pid tells whether its writer can still be running.
-pub const TEMP_PREFIX: &str = ".replay-tmp.";
-
-/// Replaces the slot's entry with `bytes` so that a reader (or a crash) sees the old content or
-/// the new, never a mix. An existing file keeps its permissions and, where allowed, its owner.
-/// The temp file is created, and renamed over the entry, in the slot's directory handle: no
-/// path is looked up again.
-///
-/// The first time this process writes into a directory, it first removes the temp files that
-/// killed servers left there (see `sweep_stale_temps`).
-pub fn atomic_write(slot: &Slot, bytes: &[u8]) -> io::Result<()> {
-    let existing = match slot.stat()? {
-        Some(stat) => match stat.kind() {
-            Kind::Dir => return Err(io::Error::from(io::ErrorKind::IsADirectory)),
-            // The policy resolved every link: one here was put there since.
-            Kind::Symlink => return Err(io::Error::from(Errno::ELOOP)),
-            Kind::File | Kind::Other => Some(stat),
-        },
-        None => None,
-    };
-    let dir = slot.dir.as_fd();
-    sweep_stale_temps(dir);
-    let mode = existing.map(|stat| stat.mode & 0o7777);
-    let (tmp_name, mut tmp) = create_temp(dir, mode)?;
-    let result = (|| -> io::Result<()> {
-        tmp.write_all(bytes)?;
-        if let Some(stat) = &existing {
-            // The create mode was filtered by the umask; restore the original bits exactly.
-            tmp.set_permissions(fs::Permissions::from_mode(stat.mode & 0o7777))?;
-            // Only root may give a file away; for anyone else this fails and the owner is theirs.
-            let _ = std::os::unix::fs::fchown(&tmp, Some(stat.uid), Some(stat.gid));
-        }
-        tmp.sync_all()?;
-        Ok(renameat(dir, tmp_name.as_str(), dir, slot.name.as_os_str())?)
-    })();
-    if result.is_err() {
-        let _ = unlinkat(dir, tmp_name.as_str(), UnlinkatFlags::NoRemoveDir);
-    }
-    result?;
-    // Make the rename itself durable (a bare `O_PATH` handle cannot be synced: best effort).
-    let _ = nix::unistd::fsync(dir);
-    Ok(())
-}
-
-/// Removes the `.replay-tmp.<pid>.<n>` files (and copy_file's directories) in `dir` whose `<pid>` is not a running process:
-/// what a server killed between creating its temp file and renaming it left behind. A temp
-/// file of a live process (this one included) is never touched, nor is any other name.
-///
-/// Runs at most once per directory per process: one `readdir` of `dir` alone (never its
-/// subdirectories) on the first write there, nothing on later ones, so repeated writes cost a
-/// set lookup. A file left by a server killed after that first write stays until the next
-/// process writes there.
-///
-/// A dead pid's temp directory (a copy_file cut short) goes with everything in it.
-///
-/// "Not running" means `kill(pid, 0)` fails with `ESRCH`; `EPERM` (another user's process, or
-/// one outside a Landlock signal scope) counts as running. A server in another pid namespace
-/// sharing the directory looks dead from here: its temp file (or copy in progress) would be
-/// removed and that one write or copy fail (its rename finds no file), never leaving a mix. A
-/// reused pid only keeps a stale file a while longer.
-fn sweep_stale_temps(dir: BorrowedFd<'_>) {
-    // One directory (device and inode) per directory written to, for the life of the process.
-    static SWEPT: LazyLock<Mutex<HashSet<(u64, u64)>>> = LazyLock::new(Mutex::default);
-    let Ok(stat) = confined::fstat(dir) else { return };
-    let key = (stat.dev, stat.ino);
-    let first_time = SWEPT.lock().unwrap_or_else(|e| e.into_inner()).insert(key);
-    if !first_time {
-        return;
-    }
-    let Ok(entries) = confined::read_entries(dir) else { return };
-    let own_pid = nix::unistd::getpid();
-    for entry in entries {
-        let Some(pid) = entry.name.to_str().and_then(temp_file_pid) else { continue };
-        // create_temp makes regular files, copy_file files and directories (never a link).
-        if pid == own_pid || !matches!(entry.kind, Kind::File | Kind::Dir) {
-            continue;
-        }
-        if nix::sys::signal::kill(pid, None) != Err(Errno::ESRCH) {
-            continue;
-        }
-        let name = entry.name.to_string_lossy();
-        match crate::fs::tree::remove_at(dir, &entry.name, &crate::fs::tree::never) {
-            Ok(()) => tracing::info!(%name, "removed a stale temp file"),
-            Err(e) => tracing::debug!(%name, "stale temp file: {e}"),
-        }
-    }
-}
-
-/// The `<pid>` of a temp file name `.replay-tmp.<pid>.<n>`, both parts decimal; `None` for any
-/// other name.
-fn temp_file_pid(name: &str) -> Option<nix::unistd::Pid> {
-    let (pid, n) = name.strip_prefix(TEMP_PREFIX)?.split_once('.')?;
-    let decimal = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
-    if !decimal(pid) || !decimal(n) {
-        return None;
-    }
-    let pid: i32 = pid.parse().ok().filter(|&pid| pid > 0)?;
-    Some(nix::unistd::Pid::from_raw(pid))
-}
-
-/// A temp name this process has not used yet: `.replay-tmp.<pid>.<n>`, one counter for every
-/// writer (write_file, the edits, copy_file), so two calls never pick the same name.
-pub fn temp_name() -> String {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-    format!("{TEMP_PREFIX}{}.{n}", std::process::id())
-}
-
-fn create_temp(dir: BorrowedFd<'_>, mode: Option<u32>) -> io::Result<(String, File)> {
-    let flags =
-        OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
-    loop {
-        let name = temp_name();
-        let mode = crate::platform::mode(mode.unwrap_or(0o666));
-        match openat(dir, name.as_str(), flags, mode) {
-            Ok(fd) => return Ok((name, File::from(fd))),
-            Err(Errno::EEXIST) => continue,
-            Err(e) => return Err(e.into()),
-        }
     }
 }

@@ -203,7 +203,7 @@ struct Read {
 
 impl<'s> Walk<'_, 's> {
     fn cancelled(&self) -> bool {
-        self.options.cancel.is_some_and(crate::tools::Cancel::is_cancelled)
+        self.options.cancel.is_some_and(crate::progress::Cancel::is_cancelled)
     }
 
     fn admission<'b>(&'b self, path: &'b Path, ignores: Option<&'b Ignores>) -> Admission<'b, 's> {

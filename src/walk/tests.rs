@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::policy::{Access, AllowedRoot, Policy};
+use crate::progress::Progress;
 
 /// `root` as the policy hands it to a walk: a directory allowed by a policy of its own.
 fn resolved(root: &Path) -> ResolvedPath {

@@ -1,8 +1,8 @@
-"""Interop test: the client configuration snippets in README.md start replay as written.
+"""Interop test: the client configuration snippets in docs/protocol.md start replay as written.
 
-Usage: config_snippets.py /path/to/replay [README.md]
+Usage: config_snippets.py /path/to/replay [docs/protocol.md]
 
-Finds every client configuration in README.md:
+Finds every client configuration in docs/protocol.md:
   - each ```json block (every one must parse). Those with a "mcpServers" object (Claude Desktop,
     Claude Code's .mcp.json, Cursor) or a "servers" object (VS Code's .vscode/mcp.json) are
     configurations: each of their entries is one server to start;
@@ -68,7 +68,7 @@ def check(cond: bool, what: str) -> None:
 
 @dataclass
 class Snippet:
-    line: int  # 1-based line of the opening fence in README.md
+    line: int  # 1-based line of the opening fence in docs/protocol.md
     section: str  # the enclosing "## " heading
     client: str  # the client named by the nearest "###" heading or the paragraph above the block
     kind: str  # "json:mcpServers", "json:servers" or "claude mcp add"
@@ -79,7 +79,7 @@ class Snippet:
 
     @property
     def where(self) -> str:
-        return f"README.md:{self.line} ({self.client}, {self.kind} {self.name!r})"
+        return f"docs/protocol.md:{self.line} ({self.client}, {self.kind} {self.name!r})"
 
 
 def find_client(text: str) -> str:
@@ -120,14 +120,14 @@ def parse_readme(path: str) -> list[Snippet]:
             try:
                 doc = json.loads(body)
             except json.JSONDecodeError as e:
-                raise Failure(f"README.md:{start + 1}: a json block does not parse: {e}") from None
+                raise Failure(f"docs/protocol.md:{start + 1}: a json block does not parse: {e}") from None
             for key in ("mcpServers", "servers"):
                 servers = doc.get(key) if isinstance(doc, dict) else None
                 if servers is None:
                     continue
-                check(isinstance(servers, dict) and servers, f"README.md:{start + 1}: {key!r} is not a non-empty object")
+                check(isinstance(servers, dict) and servers, f"docs/protocol.md:{start + 1}: {key!r} is not a non-empty object")
                 for name, entry in servers.items():
-                    where = f"README.md:{start + 1} ({key}.{name})"
+                    where = f"docs/protocol.md:{start + 1} ({key}.{name})"
                     check(isinstance(entry, dict), f"{where}: not an object")
                     kind = f"json:{key}"
                     if key == "servers":
@@ -152,7 +152,7 @@ def parse_readme(path: str) -> list[Snippet]:
 
 
 def parse_claude_add(cmd: str, line: int, section: str, client: str) -> Snippet:
-    where = f"README.md:{line} ({cmd!r})"
+    where = f"docs/protocol.md:{line} ({cmd!r})"
     tokens = shlex.split(cmd)
     check("--" in tokens, f"{where}: no `--` before the server command")
     sep = tokens.index("--")
@@ -250,7 +250,7 @@ async def start(sn: Snippet, binary: str, tmp: str) -> str:
 async def run(binary: str, readme: str) -> str:
     snippets = parse_readme(readme)
     ours = [s for s in snippets if s.section == SECTION]
-    check(ours, f"README.md has no tested snippet under {SECTION!r}")
+    check(ours, f"docs/protocol.md has no tested snippet under {SECTION!r}")
     for client, kind in REQUIRED:
         check(any(s.client == client and s.kind == kind for s in ours), f"{SECTION}: no {kind} snippet for {client}")
     tmp = os.path.realpath(tempfile.mkdtemp(prefix="replay-interop-config-"))
@@ -290,9 +290,9 @@ async def run(binary: str, readme: str) -> str:
 def main() -> int:
     args = sys.argv[1:]
     if len(args) not in (1, 2):
-        print("usage: config_snippets.py /path/to/replay [README.md]", file=sys.stderr)
+        print("usage: config_snippets.py /path/to/replay [docs/protocol.md]", file=sys.stderr)
         return 2
-    readme = args[1] if len(args) == 2 else os.path.join(HERE, "..", "..", "README.md")
+    readme = args[1] if len(args) == 2 else os.path.join(HERE, "..", "..", "docs", "protocol.md")
     label = f"config-snippets via python-mcp {dist_version('mcp')}"
     try:
         line = anyio.run(run, args[0], readme)

@@ -7,7 +7,7 @@
 # on the legacy initialize handshake, then Client in auto mode, which must reach 2026-07-28), the
 # TypeScript SDK v1 (legacy) and v2 (legacy, then auto), the MCP Inspector CLI (legacy, then
 # modern), the conformance suite through supergateway, and the client configuration snippets in
-# README.md. One line per client and era, each naming the protocol revision it ended up on;
+# docs/protocol.md. One line per client and era, each naming the protocol revision it ended up on;
 # exits non-zero if any fails.
 set -uo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
@@ -73,7 +73,7 @@ client ts-v2-auto "$NODE22" ts2_client.mjs --mode auto "$BIN"
 client inspector-legacy "$NODE22" inspector.mjs --protocol-era legacy "$BIN"
 client inspector-modern "$NODE22" inspector.mjs --protocol-era modern "$BIN"
 client conformance bash conformance.sh "$BIN"
-client config-snippets .venv/bin/python config_snippets.py "$BIN" "$ROOT/README.md"
+client config-snippets .venv/bin/python config_snippets.py "$BIN" "$ROOT/docs/protocol.md"
 
 now=$(date +%s%N)
 ms=$(( (now - clients_ns) / 1000000 ))

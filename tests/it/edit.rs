@@ -1084,3 +1084,26 @@ fn r15_edit_misses_show_the_nearest_text_and_what_differs() {
     check_edit_fails("alpha\nbeta\n", lit("something else", "x"), -32603,
         "edit #1: oldText not found (also tried a whitespace-normalized line match); re-read the file and copy the exact text");
 }
+
+/// A FIFO is not a file to edit: edit_file answers "not a regular file" at once, as read_file
+/// does, and never reads it as empty text nor replaces it with a regular file (an empty-matching
+/// regex would otherwise "edit" it). See: #17 (C3).
+#[test]
+fn r17_edit_file_refuses_a_fifo_at_once_and_leaves_it() {
+    let env = TestEnv::new(&["root"], &[]);
+    let fifo = env.path("root/fifo");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o644)).expect("mkfifo");
+    let mut server = Server::start(&env);
+    for edit in [
+        json!({"oldText": "x", "newText": "y"}),
+        json!({"oldText": "^", "newText": "y", "isRegex": true}),
+    ] {
+        for dry_run in [false, true] {
+            let args = json!({"path": env.p("root/fifo"), "edits": [edit], "dryRun": dry_run});
+            let error = server.call_err("edit_file", args, -32603);
+            assert!(error.message.contains("not a regular file"), "{}", error.message);
+        }
+    }
+    let kind = fs::symlink_metadata(&fifo).expect("stat").file_type();
+    assert!(std::os::unix::fs::FileTypeExt::is_fifo(&kind), "the FIFO was replaced");
+}

@@ -1,19 +1,25 @@
 //! `execute_command` and the Landlock sandbox through the real binary: the reply format, the working directory, deadlines, process cleanup, output caps, concurrency, cancellation, `--no-exec`, `--deny-command` and what the kernel lets commands touch.
 //!
 //! Replies are decoded into `Run` (stdout item, optional stderr item, `isError` exactly as
-//! sent) and compared whole in `check` rows. Process checks read `/proc`: a pid counts as gone
-//! when its entry vanished or it is a zombie (reaped later by whoever inherited it). Sandbox
-//! tests first ask the kernel whether it has Landlock and skip, saying so, when it does not.
+//! sent) and compared whole in `check` rows. Process checks read `/proc`, so the tests that
+//! make them are built on Linux only: a pid counts as gone when its entry vanished or it is a
+//! zombie (reaped later by whoever inherited it). Sandbox
+//! tests first ask the kernel whether it has Landlock (`require`: a failure under `CI=true`, a
+//! skip saying so elsewhere).
 
+#[cfg(target_os = "linux")]
 use std::fs;
 use std::io::{ErrorKind, Read};
 use std::net::TcpListener;
+#[cfg(target_os = "linux")]
 use std::thread;
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::harness::{path_str, Content, Response, Server, TestEnv, ToolResult};
+use crate::harness::{
+    path_str, replay_command, require, Content, Response, Server, TestEnv, ToolResult,
+};
 
 /// What the server keeps of each output stream.
 const CAP: usize = 512 * 1024;
@@ -125,6 +131,7 @@ fn start_with_flags(env: &TestEnv, extra: &[&str]) -> Server {
 // ---------------------------------------------------------------------------------------------
 
 /// `/proc/<pid>/stat` fields after the command name: state, ppid, pgrp, ...
+#[cfg(target_os = "linux")]
 fn stat_fields(pid: &str) -> Option<Vec<String>> {
     let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     let (_, rest) = stat.rsplit_once(')')?;
@@ -132,11 +139,13 @@ fn stat_fields(pid: &str) -> Option<Vec<String>> {
 }
 
 /// Whether `pid` exists and is not a zombie.
+#[cfg(target_os = "linux")]
 fn alive(pid: u32) -> bool {
     stat_fields(&pid.to_string()).is_some_and(|f| f.first().is_some_and(|state| state != "Z"))
 }
 
 /// The live (non-zombie) processes whose process group is `pgid`.
+#[cfg(target_os = "linux")]
 fn group_members(pgid: u32) -> Vec<u32> {
     let Ok(entries) = fs::read_dir("/proc") else { return Vec::new() };
     entries
@@ -152,6 +161,7 @@ fn group_members(pgid: u32) -> Vec<u32> {
 
 /// Polls until `done` holds; fails with `what` after 5 s.
 #[track_caller]
+#[cfg(target_os = "linux")]
 fn poll_until(what: &str, mut done: impl FnMut() -> bool) {
     let deadline = Instant::now() + Duration::from_secs(5);
     while !done() {
@@ -161,11 +171,13 @@ fn poll_until(what: &str, mut done: impl FnMut() -> bool) {
 }
 
 #[track_caller]
+#[cfg(target_os = "linux")]
 fn assert_gone(pid: u32) {
     poll_until(&format!("process {pid} is alive"), || !alive(pid));
 }
 
 #[track_caller]
+#[cfg(target_os = "linux")]
 fn assert_group_gone(pgid: u32) {
     poll_until(&format!("process group {pgid} has live members"), || {
         group_members(pgid).is_empty()
@@ -174,6 +186,7 @@ fn assert_group_gone(pgid: u32) {
 
 /// The pid a command wrote (`echo $$ > file`), waiting for the whole line to be there.
 #[track_caller]
+#[cfg(target_os = "linux")]
 fn read_pid(env: &TestEnv, rel: &str) -> u32 {
     let mut pid = None;
     poll_until(&format!("{rel} holds no pid"), || {
@@ -186,6 +199,7 @@ fn read_pid(env: &TestEnv, rel: &str) -> u32 {
 
 /// The pid on the first line of a stdout item.
 #[track_caller]
+#[cfg(target_os = "linux")]
 fn first_line_pid(run: &Run) -> u32 {
     let line = run.out.lines().next().unwrap_or_default();
     line.parse().unwrap_or_else(|e| panic!("no pid on the first line ({e}): {run:?}"))
@@ -218,6 +232,7 @@ fn reply_format_rows() {
     // stdin is /dev/null: nothing to read, never the server's protocol stream.
     check(s, "cat", "(no output)\n[exit code: 0]", None, false);
     check(s, "read x; echo \"[$x]\"", "[]\n[exit code: 0]", None, false);
+    #[cfg(target_os = "linux")]
     check(s, "readlink /proc/self/fd/0", "/dev/null\n[exit code: 0]", None, false);
 
     let run = sh(s, "no-such-command-xyz");
@@ -363,6 +378,7 @@ fn timeout_stops_the_command_with_sigterm() {
 }
 
 #[test]
+#[cfg(target_os = "linux")]
 fn timeout_escalates_to_sigkill_when_term_is_ignored() {
     let env = TestEnv::new(&[], &[]);
     let mut server = Server::start(&env);
@@ -375,6 +391,7 @@ fn timeout_escalates_to_sigkill_when_term_is_ignored() {
 }
 
 #[test]
+#[cfg(target_os = "linux")]
 fn timeout_kills_background_children() {
     let env = TestEnv::new(&[], &[]);
     let mut server = Server::start(&env);
@@ -387,6 +404,7 @@ fn timeout_kills_background_children() {
 }
 
 #[test]
+#[cfg(target_os = "linux")]
 fn normal_exit_kills_background_children() {
     let env = TestEnv::new(&[], &[]);
     let mut server = Server::start(&env);
@@ -501,6 +519,7 @@ fn a_running_command_does_not_hold_up_other_requests() {
 }
 
 /// Sends `echo $$ > pid.txt; sleep 30` as request `id`, waits until it runs, cancels it.
+#[cfg(target_os = "linux")]
 fn start_and_cancel(server: &mut Server, env: &TestEnv, id: i64) -> u32 {
     let command = "echo $$ > pid.txt; sleep 30";
     send_call(server, &json!(id), "execute_command", json!({"command": command}));
@@ -510,6 +529,7 @@ fn start_and_cancel(server: &mut Server, env: &TestEnv, id: i64) -> u32 {
 }
 
 #[test]
+#[cfg(target_os = "linux")]
 fn cancelled_command_is_killed_and_never_answered() {
     let env = TestEnv::new(&[], &[]);
     let mut server = Server::start(&env);
@@ -650,15 +670,9 @@ fn kernel_has_landlock(_net: bool) -> bool {
     true
 }
 
-/// True when the sandbox can be tested; otherwise says why the test is skipped (and fails
-/// under CI, which must test it).
+/// True when the sandbox can be tested; see `require`.
 fn landlock() -> bool {
-    let has = kernel_has_landlock(false);
-    if !has {
-        assert!(std::env::var_os("CI").is_none(), "CI: the kernel lacks Landlock");
-        skip("kernel lacks Landlock");
-    }
-    has
+    require("a kernel with Landlock", kernel_has_landlock(false))
 }
 
 /// `root` (read-write), `ro` (read-only), and outside them `outside` holding the marker.
@@ -805,9 +819,7 @@ fn deny_network_blocks_tcp_for_commands() {
     if !landlock() {
         return;
     }
-    if !kernel_has_landlock(true) {
-        assert!(std::env::var_os("CI").is_none(), "CI: Landlock has no network rights");
-        skip("kernel's Landlock has no network rights (ABI < 4)");
+    if !require("Landlock with network rights (ABI 4+)", kernel_has_landlock(true)) {
         return;
     }
     let env = TestEnv::new(&[], &[]);
@@ -829,7 +841,7 @@ fn deny_network_blocks_tcp_for_commands() {
 #[test]
 fn the_commands_tmpdir_is_private_emptied_at_exit_and_removed_by_the_next_server() {
     let env = TestEnv::new(&["root", "ro"], &[]);
-    let mut server = start_sandboxed(&env, &[]);
+    let mut server = start_with_own_tmpdir(&env);
     let run = sh(&mut server, "printf %s \"$TMPDIR\" && touch \"$TMPDIR/left-behind\"");
     assert_eq!(run.is_error, None, "{run:?}");
     let tmpdir = std::path::PathBuf::from(run.out.trim_end_matches("[exit code: 0]").trim());
@@ -851,14 +863,18 @@ fn the_commands_tmpdir_is_private_emptied_at_exit_and_removed_by_the_next_server
     assert!(left.iter().all(|&n| n == 0), "{tmpdir:?} is not empty after exit");
 
     // A server killed outright leaves its directory whole.
-    let mut killed = start_sandboxed(&env, &[]);
+    let mut killed = start_with_own_tmpdir(&env);
     let run = sh(&mut killed, "printf %s \"$TMPDIR\" && touch \"$TMPDIR/left-behind\"");
     let killed_tmpdir = std::path::PathBuf::from(run.out.trim_end_matches("[exit code: 0]").trim());
+    // SIGKILL while its stdin is open: dropping a `Server` closes stdin first, and a server
+    // that sees the end of input in time exits in order, emptying its TMPDIR.
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(killed.pid()).expect("a pid"));
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL).expect("SIGKILL the server");
     drop(killed);
     assert!(killed_tmpdir.join("left-behind").exists());
 
     // The next server removes both; its own starts empty and private.
-    let mut next = start_sandboxed(&env, &[]);
+    let mut next = start_with_own_tmpdir(&env);
     check_ok(&mut next, "ls -A \"$TMPDIR\" | wc -l", "0\n");
     let run = sh(&mut next, "printf %s \"$TMPDIR\"");
     assert_eq!(run.is_error, None, "{run:?}");
@@ -869,6 +885,19 @@ fn the_commands_tmpdir_is_private_emptied_at_exit_and_removed_by_the_next_server
         &std::fs::metadata(&next_tmpdir).expect("the next TMPDIR").permissions(),
     );
     assert_eq!(mode & 0o777, 0o700, "{next_tmpdir:?}");
+}
+
+/// `start_sandboxed` with a `TMPDIR` of the test's own. In the shared temp directory, a server
+/// another test starts meanwhile could sweep a killed server's directory before this test looks.
+fn start_with_own_tmpdir(env: &TestEnv) -> Server {
+    env.mkdir("tmp");
+    let (root, ro) = (allow(env, "root", "rw"), allow(env, "ro", "ro"));
+    let mut cmd = replay_command();
+    cmd.env("TMPDIR", env.path("tmp"));
+    cmd.args(["--mcp-server", "--allow", &root, "--allow", &ro]);
+    let mut server = Server::from_command(cmd);
+    server.initialize("2025-06-18");
+    server
 }
 
 fn nix_uid() -> u32 {

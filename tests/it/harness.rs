@@ -1,8 +1,9 @@
 //! The harness: `TestEnv` declares a file tree in a fresh temp dir, `Server` runs the real `replay --mcp-server`.
 //!
 //! Every line the server writes to stdout is checked to be JSON-RPC 2.0 as it is read, so each
-//! test also checks that stdout carries nothing else. Reads time out after `REPLY_TIMEOUT`; no
-//! test sleeps.
+//! test also checks that stdout carries nothing else. Reads time out after `REPLY_TIMEOUT`: a test
+//! waits for a reply, never sleeps in place of one. The few sleeps left poll what sends no
+//! event (a process's exit, a kernel counter, a call having started) or let CPU time pass.
 
 use std::collections::BTreeMap;
 use std::ffi::OsStr;
@@ -66,6 +67,45 @@ pub const WRITING_TOOLS: [&str; 8] = [
 )]
 pub fn replay_command() -> Command {
     Command::new(BIN)
+}
+
+/// Whether a test that needs `capability` can go on: `available` says whether it is here. A
+/// test never passes by checking nothing: under `CI=true` a missing capability fails the test;
+/// elsewhere the test is skipped, saying `skipped:` and why on stderr. Use as
+/// `if !require("Landlock", has_landlock()) { return; }`. `src/capability.rs` is its twin for
+/// the unit tests.
+#[track_caller]
+#[expect(clippy::print_stderr, reason = "a skipped test says why on the test output")]
+pub fn require(capability: &str, available: bool) -> bool {
+    if available {
+        return true;
+    }
+    let in_ci = std::env::var_os("CI").is_some_and(|v| v == "true");
+    assert!(!in_ci, "CI=true, and this test needs {capability}, which this machine lacks");
+    eprintln!("skipped: this test needs {capability}");
+    false
+}
+
+/// `fixtures/<rel>` in the repository: the sample files and trees tests share. Read it only:
+/// `TestEnv::copy_fixture` gives a test its own copy.
+pub fn fixture_path(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures").join(rel)
+}
+
+/// Copies the file or directory `from` to `to`, parents created, directories recursively.
+fn copy_tree(from: &Path, to: &Path) {
+    if let Some(parent) = to.parent() {
+        fs::create_dir_all(parent).unwrap_or_else(|e| panic!("mkdir {}: {e}", parent.display()));
+    }
+    if !from.is_dir() {
+        fs::copy(from, to).unwrap_or_else(|e| panic!("copy {}: {e}", from.display()));
+        return;
+    }
+    fs::create_dir_all(to).unwrap_or_else(|e| panic!("mkdir {}: {e}", to.display()));
+    for entry in fs::read_dir(from).unwrap_or_else(|e| panic!("read {}: {e}", from.display())) {
+        let entry = entry.expect("dir entry");
+        copy_tree(&entry.path(), &to.join(entry.file_name()));
+    }
 }
 
 /// A name no other test (in this or a concurrent test process) will pick: pid + counter + nanos.
@@ -141,6 +181,12 @@ impl TestEnv {
                 .unwrap_or_else(|e| panic!("mkdir {}: {e}", parent.display()));
         }
         fs::write(&path, bytes).unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
+    }
+
+    /// Copies `fixtures/<fixture>` (a file, or a directory with everything in it) to `rel`, so
+    /// that a test works on its own copy and never writes into `fixtures/`.
+    pub fn copy_fixture(&self, fixture: &str, rel: &str) {
+        copy_tree(&fixture_path(fixture), &self.path(rel));
     }
 
     pub fn read(&self, rel: &str) -> Vec<u8> {
@@ -411,6 +457,7 @@ impl Server {
     }
 
     /// The server's peak resident set so far (`VmHWM` in `/proc/<pid>/status`), in KiB.
+    #[cfg(target_os = "linux")]
     pub fn peak_rss_kib(&self) -> u64 {
         let pid = self.child.as_ref().expect("server already reaped").id();
         let status = fs::read_to_string(format!("/proc/{pid}/status"))
@@ -433,6 +480,13 @@ impl Server {
     }
 
     /// Writes `line` plus a newline to the server's stdin.
+    /// The server's stdin, for a test that writes from a thread of its own (the server may stop
+    /// reading it: backpressure). Later sends panic.
+    #[cfg(target_os = "linux")]
+    pub fn take_stdin(&mut self) -> ChildStdin {
+        self.stdin.take().expect("stdin already taken or closed")
+    }
+
     pub fn send_raw(&mut self, line: &str) {
         let stdin = self.stdin.as_mut().expect("stdin already closed");
         let res = stdin

@@ -19,7 +19,9 @@ use std::process::Command;
 
 use serde_json::{json, Value};
 
-use crate::harness::{path_str, replay_command, Content, Response, Server, TestEnv, ToolResult};
+use crate::harness::{
+    path_str, replay_command, require, Content, Response, Server, TestEnv, ToolResult,
+};
 use crate::roots::{answer_roots, initialize_with_roots};
 
 /// Which layer keeps metadata read-only for commands.
@@ -33,7 +35,7 @@ enum Layer {
 
 /// Who the server runs as.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum User {
+pub(crate) enum User {
     /// The user running the tests.
     Invoker,
     /// An unprivileged user: uid and gid 65534 through `setpriv` when the tests run as root,
@@ -47,25 +49,12 @@ const NOBODY: u32 = 65534;
 // What the rows need
 // ---------------------------------------------------------------------------------------------
 
-/// True when `what` is there. Under `CI=true` a missing capability fails the test; elsewhere
-/// the test is skipped, saying why on stderr.
-#[expect(clippy::print_stderr, reason = "a skipped test says why on the test output")]
-fn available(what: &str, present: bool) -> bool {
-    if present {
-        return true;
-    }
-    let in_ci = std::env::var_os("CI").is_some_and(|v| v == "true");
-    assert!(!in_ci, "CI=true, and this test needs {what}");
-    eprintln!("skipped: this test needs {what}");
-    false
-}
-
-fn is_root() -> bool {
+pub(crate) fn is_root() -> bool {
     nix::unistd::geteuid().is_root()
 }
 
 /// The uid and gid the server runs as.
-fn ids(user: User) -> (u32, u32) {
+pub(crate) fn ids(user: User) -> (u32, u32) {
     match user {
         User::Unprivileged if is_root() => (NOBODY, NOBODY),
         _ => (nix::unistd::geteuid().as_raw(), nix::unistd::getegid().as_raw()),
@@ -73,14 +62,14 @@ fn ids(user: User) -> (u32, u32) {
 }
 
 /// An executable `name` from the usual system directories: the tests do not rely on `PATH`.
-fn system_program(name: &str) -> Option<PathBuf> {
+pub(crate) fn system_program(name: &str) -> Option<PathBuf> {
     ["/usr/bin", "/bin", "/usr/sbin", "/sbin"]
         .iter()
         .map(|dir| Path::new(dir).join(name))
         .find(|path| path.exists())
 }
 
-fn kernel_has_landlock() -> bool {
+pub(crate) fn kernel_has_landlock() -> bool {
     use landlock::{Access, AccessFs, CompatLevel, Compatible, Ruleset, RulesetAttr, ABI};
     Ruleset::default()
         .set_compatibility(CompatLevel::HardRequirement)
@@ -106,7 +95,7 @@ fn namespaces_work(user: User) -> bool {
 }
 
 /// `setpriv ... --` when `user` needs another uid than the invoker's, else `None`.
-fn privileges(user: User) -> Option<Command> {
+pub(crate) fn privileges(user: User) -> Option<Command> {
     privileges_with_groups(user, "--clear-groups")
 }
 
@@ -121,18 +110,18 @@ fn privileges_with_groups(user: User, groups: &str) -> Option<Command> {
     Some(cmd)
 }
 
-/// Whether the rows for `layer` and `user` can run here; see `available`.
+/// Whether the rows for `layer` and `user` can run here; see `require`.
 fn can_run(layer: Layer, user: User) -> bool {
-    if !available("Landlock", kernel_has_landlock()) {
+    if !require("Landlock", kernel_has_landlock()) {
         return false;
     }
     if user == User::Unprivileged
         && is_root()
-        && !available("setpriv", system_program("setpriv").is_some())
+        && !require("setpriv", system_program("setpriv").is_some())
     {
         return false;
     }
-    layer == Layer::Seccomp || available("user namespaces", namespaces_work(user))
+    layer == Layer::Seccomp || require("user namespaces", namespaces_work(user))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -263,7 +252,7 @@ fn xattr(path: &Path, name: &str) -> Option<Vec<u8>> {
 
 /// Hands the tree to `uid` and `gid`, so that without a sandbox the server's user could change
 /// everything in it, outside files included.
-fn give(env: &TestEnv, (uid, gid): (u32, u32)) {
+pub(crate) fn give(env: &TestEnv, (uid, gid): (u32, u32)) {
     fn walk(path: &Path, uid: u32, gid: u32) {
         std::os::unix::fs::lchown(path, Some(uid), Some(gid))
             .unwrap_or_else(|e| panic!("chown {}: {e}", path.display()));
@@ -323,9 +312,9 @@ fn refusal(layer: Layer) -> &'static str {
 /// as it was; inside the read-write root they work (namespace) or are refused too (seccomp).
 fn metadata_rows(layer: Layer, user: User) {
     if !can_run(layer, user)
-        || !available("python3", system_program("python3").is_some())
-        || !available("unshare", system_program("unshare").is_some())
-        || !available("chattr", system_program("chattr").is_some())
+        || !require("python3", system_program("python3").is_some())
+        || !require("unshare", system_program("unshare").is_some())
+        || !require("chattr", system_program("chattr").is_some())
     {
         return;
     }
@@ -441,13 +430,13 @@ fn metadata_rows(layer: Layer, user: User) {
 /// peers (as / does under systemd): the server's mount table never shows them.
 #[test]
 fn r13_the_namespaces_mounts_never_propagate_out() {
-    if !available("root (for a mount namespace with shared propagation)", is_root())
+    if !require("root (for a mount namespace with shared propagation)", is_root())
         || !can_run(Layer::Namespace, User::Invoker)
     {
         return;
     }
     let Some(unshare) = system_program("unshare") else {
-        available("unshare", false);
+        require("unshare", false);
         return;
     };
     let env = metadata_env(User::Invoker);
@@ -492,11 +481,11 @@ fn r13_metadata_is_read_only_everywhere_seccomp_unprivileged() {
 
 /// As root, `setcap` on a binary outside (or inside) is refused: commands hold no capability.
 fn setcap_rows(layer: Layer) {
-    if !available("root", is_root()) || !can_run(layer, User::Invoker) {
+    if !require("root", is_root()) || !can_run(layer, User::Invoker) {
         return;
     }
     let Some(setcap) = system_program("setcap") else {
-        available("setcap", false);
+        require("setcap", false);
         return;
     };
     let env = metadata_env(User::Invoker);
@@ -648,13 +637,13 @@ sys.exit(os.waitstatus_to_exitcode(status))
 /// Where the kernel lets no namespace be made, the seccomp filter takes over by itself.
 #[test]
 fn r13_without_user_namespaces_commands_fall_back_to_seccomp() {
-    if !available("root (to limit user namespaces in a namespace of the test's own)", is_root())
-        || !available("Landlock", kernel_has_landlock())
+    if !require("root (to limit user namespaces in a namespace of the test's own)", is_root())
+        || !require("Landlock", kernel_has_landlock())
     {
         return;
     }
     let Some(python) = system_program("python3") else {
-        available("python3", false);
+        require("python3", false);
         return;
     };
     let env = metadata_env(User::Unprivileged);
@@ -701,7 +690,7 @@ fn r13_the_seccomp_fallback_says_so() {
 /// can give back).
 #[test]
 fn r13_the_server_stays_out_of_the_commands_namespace() {
-    if !available("root (to start the server as another user)", is_root())
+    if !require("root (to start the server as another user)", is_root())
         || !can_run(Layer::Namespace, User::Unprivileged)
     {
         return;
@@ -712,7 +701,7 @@ fn r13_the_server_stays_out_of_the_commands_namespace() {
     std::os::unix::fs::lchown(env.path("root/shared.txt"), None, Some(GROUP)).expect("chgrp");
     let Some(mut cmd) = privileges_with_groups(User::Unprivileged, &format!("--groups={GROUP}"))
     else {
-        available("setpriv", false);
+        require("setpriv", false);
         return;
     };
     cmd.arg(crate::harness::BIN).args([

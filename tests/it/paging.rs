@@ -87,8 +87,10 @@ fn head_and_tail() {
 
 #[test]
 fn crlf_and_a_missing_final_newline_come_back_byte_for_byte() {
-    let crlf = "one\r\ntwo\r\nthree";
-    let env = TestEnv::new(&[], &[("root/crlf.txt", crlf), ("root/last.txt", "a\nb")]);
+    let env = TestEnv::new(&[], &[("root/last.txt", "a\nb")]);
+    env.copy_fixture("text/crlf.txt", "root/crlf.txt");
+    let crlf = env.read_string("root/crlf.txt");
+    assert_eq!(crlf, "one\r\ntwo\r\nthree", "the fixture");
     let mut server = Server::start(&env);
     let p = env.p("root/crlf.txt");
     check(

@@ -4,9 +4,6 @@ use serde_json::json;
 
 use crate::harness::{base64_decode, path_str, Content, Server, TestEnv};
 
-/// Starts with the PNG signature: 0x89 is not valid UTF-8 and there are NUL bytes.
-const PNG: &[u8] = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01";
-
 #[test]
 fn read_file_returns_exact_text() {
     let content =
@@ -48,14 +45,14 @@ fn read_file_images_are_image_items() {
         ("p.webp", "image/webp"),
     ] {
         let env = TestEnv::new(&[], &[]);
-        env.write(&format!("root/{name}"), PNG);
+        env.copy_fixture("binary/pixel.png", &format!("root/{name}"));
         let mut server = Server::start(&env);
         let reply = server.call("read_file", json!({"path": env.p(&format!("root/{name}"))}));
         let content = reply.tool_result().content;
         match &content[..] {
             [Content::Image { data, mime_type }] => {
                 assert_eq!(mime_type, mime, "{name}");
-                assert_eq!(base64_decode(data), PNG, "{name}");
+                assert_eq!(base64_decode(data), env.read(&format!("root/{name}")), "{name}");
             }
             other => panic!("{name}: expected one image item, got {other:?}"),
         }
@@ -88,9 +85,10 @@ fn read_file_audio_is_audio_items() {
 
 #[test]
 fn read_file_other_binary_is_resource_blob() {
-    let bytes: Vec<u8> = (0..=255u8).cycle().take(1000).collect();
     let env = TestEnv::new(&[], &[]);
-    env.write("root/data.bin", &bytes);
+    env.copy_fixture("binary/bytes.bin", "root/data.bin");
+    let bytes = env.read("root/data.bin");
+    assert!(bytes.len() > 256, "every byte value is in the fixture");
     let mut server = Server::start(&env);
     let reply = server.call("read_file", json!({"path": env.p("root/data.bin")}));
     match &reply.tool_result().content[..] {
@@ -105,9 +103,10 @@ fn read_file_other_binary_is_resource_blob() {
 
 #[test]
 fn read_file_nul_bytes_make_a_text_extension_binary() {
-    let bytes = b"valid ascii\x00with a NUL";
     let env = TestEnv::new(&[], &[]);
-    env.write("root/nul.txt", bytes);
+    env.copy_fixture("binary/nul.txt", "root/nul.txt");
+    let bytes = env.read("root/nul.txt");
+    assert!(bytes.contains(&0), "the fixture has its NUL");
     let mut server = Server::start(&env);
     let reply = server.call("read_file", json!({"path": env.p("root/nul.txt")}));
     match &reply.tool_result().content[..] {
@@ -116,6 +115,25 @@ fn read_file_nul_bytes_make_a_text_extension_binary() {
             assert_eq!(base64_decode(resource.blob.as_deref().expect("blob")), bytes);
         }
         other => panic!("expected one resource item, got {other:?}"),
+    }
+}
+
+/// Text means UTF-8: UTF-16 (NUL bytes) and latin-1 (bytes that are not UTF-8) come back whole,
+/// as a blob, never as text decoded some other way.
+#[test]
+fn read_file_text_in_other_encodings_is_a_blob() {
+    for fixture in ["text/utf16le.txt", "text/latin1.txt"] {
+        let env = TestEnv::new(&[], &[]);
+        env.copy_fixture(fixture, "root/other.txt");
+        let mut server = Server::start(&env);
+        let reply = server.call("read_file", json!({"path": env.p("root/other.txt")}));
+        match &reply.tool_result().content[..] {
+            [Content::Resource { resource }] => {
+                let blob = resource.blob.as_deref().expect("blob");
+                assert_eq!(base64_decode(blob), env.read("root/other.txt"), "{fixture}");
+            }
+            other => panic!("{fixture}: expected one resource item, got {other:?}"),
+        }
     }
 }
 
@@ -232,4 +250,29 @@ fn read_multiple_files_globs_are_not_expanded() {
     let items = server.call("read_multiple_files", json!({"paths": [glob]})).texts();
     assert_eq!(items.len(), 1);
     assert!(items[0].starts_with(&format!("{glob}:\n[error")), "{}", items[0]);
+}
+
+/// A FIFO where a regular file is needed gets one message from every tool, and none of them
+/// waits on it: read_file, read_multiple_files (inline), edit_file, write_file's append and
+/// copy_file. See: #17 (one "not a regular file").
+#[test]
+fn r17_every_tool_says_the_same_of_a_fifo() {
+    let env = TestEnv::new(&["root"], &[]);
+    let fifo = env.path("root/fifo");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o644)).expect("mkfifo");
+    let mut server = Server::start(&env);
+    let path = env.p("root/fifo");
+    let expected = format!("not a regular file: {path} is a device, FIFO or socket");
+    let calls = [
+        ("read_file", json!({"path": path})),
+        ("edit_file", json!({"path": path, "edits": [{"oldText": "a", "newText": "b"}]})),
+        ("write_file", json!({"path": path, "content": "x", "append": true})),
+        ("copy_file", json!({"source": path, "destination": env.p("root/copy")})),
+    ];
+    for (tool, args) in calls {
+        let error = server.call_err(tool, args, -32603);
+        assert_eq!(error.message, expected, "{tool}");
+    }
+    let text = server.call_text("read_multiple_files", json!({"paths": [path]}));
+    assert_eq!(text, format!("{path}:\n[error: {expected}]"));
 }

@@ -211,16 +211,18 @@ fn elements_of(line: &str) -> Vec<&str> {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The cap on one reply, and backpressure: the server's memory, through /proc
+// The cap on one reply, and backpressure: the server's memory, through /proc (on Linux only)
 // ---------------------------------------------------------------------------------------------
 
 /// The most one reply line may hold (`src/reply_size.rs`, `MAX_REPLY_BYTES`).
 const MAX_REPLY_BYTES: usize = 32 << 20;
 /// The replies the server queues for a client before it stops reading requests
 /// (`src/protocol/transport.rs`, `QUEUE_BOUND`).
+#[cfg(target_os = "linux")]
 const QUEUE_BOUND: u64 = 16 << 20;
 
 /// `key` (`VmHWM`, `VmRSS`) of `pid` from `/proc/<pid>/status`, in bytes.
+#[cfg(target_os = "linux")]
 fn proc_status_bytes(pid: u32, key: &str) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status"))
         .unwrap_or_else(|e| panic!("reading /proc/{pid}/status: {e}"));
@@ -237,10 +239,12 @@ fn proc_status_bytes(pid: u32, key: &str) -> u64 {
 }
 
 #[expect(clippy::print_stderr, reason = "the measurements are reported on the test output")]
+#[cfg(target_os = "linux")]
 fn report(line: &str) {
     eprintln!("[replies] {line}");
 }
 
+#[cfg(target_os = "linux")]
 fn mib(bytes: u64) -> String {
     format!("{:.1} MiB", bytes as f64 / f64::from(1 << 20))
 }
@@ -282,11 +286,14 @@ fn r13_a_batch_past_the_reply_cap_gets_the_paging_error_for_what_does_not_fit() 
         }
     }
     assert_eq!((whole, refused), (2, 1), "two 13 MiB replies fit under 32 MiB, three do not");
-    let peak = proc_status_bytes(server.pid(), "VmHWM");
-    report(&format!("batch past the cap: peak RSS {}", mib(peak)));
-    // The two replies that fit, the three files' text, and room for the rest of the process.
-    let bound = (MAX_REPLY_BYTES + 3 * FILE) as u64 + (64 << 20);
-    assert!(peak < bound, "peak RSS {} over {}", mib(peak), mib(bound));
+    #[cfg(target_os = "linux")]
+    {
+        let peak = proc_status_bytes(server.pid(), "VmHWM");
+        report(&format!("batch past the cap: peak RSS {}", mib(peak)));
+        // The two replies that fit, the three files' text, and room for the rest of the process.
+        let bound = (MAX_REPLY_BYTES + 3 * FILE) as u64 + (64 << 20);
+        assert!(peak < bound, "peak RSS {} over {}", mib(peak), mib(bound));
+    }
     assert_eq!(server.request("ping", json!({})).result(), &json!({}));
 }
 
@@ -309,19 +316,24 @@ fn r13_one_reply_past_the_cap_is_never_written_whole() {
         let message = error["message"].as_str().unwrap();
         assert!(message.contains("read_multiple_files with fewer paths"), "{message}");
     }
-    let peak = proc_status_bytes(server.pid(), "VmHWM");
-    report(&format!("one reply past the cap: peak RSS {}", mib(peak)));
-    let bound = (MAX_REPLY_BYTES + 3 * FILE) as u64 + (64 << 20);
-    assert!(peak < bound, "peak RSS {} over {}", mib(peak), mib(bound));
+    #[cfg(target_os = "linux")]
+    {
+        let peak = proc_status_bytes(server.pid(), "VmHWM");
+        report(&format!("one reply past the cap: peak RSS {}", mib(peak)));
+        let bound = (MAX_REPLY_BYTES + 3 * FILE) as u64 + (64 << 20);
+        assert!(peak < bound, "peak RSS {} over {}", mib(peak), mib(bound));
+    }
 }
 
 /// The server with its pipes in the test's hands: stdout is not read until the test says so.
+#[cfg(target_os = "linux")]
 struct Unread {
     child: std::process::Child,
     stdin: Option<std::process::ChildStdin>,
     stdout: Option<std::process::ChildStdout>,
 }
 
+#[cfg(target_os = "linux")]
 impl Unread {
     fn spawn(env: &TestEnv) -> Unread {
         use std::process::Stdio;
@@ -342,6 +354,7 @@ impl Unread {
     }
 }
 
+#[cfg(target_os = "linux")]
 impl Drop for Unread {
     fn drop(&mut self) {
         let _ = self.child.kill();
@@ -350,6 +363,7 @@ impl Drop for Unread {
 }
 
 /// Writes `bytes` to the non-blocking `pipe` as far as it takes them; how many it took.
+#[cfg(target_os = "linux")]
 fn write_some(pipe: &mut std::process::ChildStdin, bytes: &[u8]) -> usize {
     use std::io::Write;
     match pipe.write(bytes) {
@@ -360,6 +374,7 @@ fn write_some(pipe: &mut std::process::ChildStdin, bytes: &[u8]) -> usize {
 }
 
 /// Whether `pipe` has room for a write within `wait`: the server read some of it.
+#[cfg(target_os = "linux")]
 fn gets_room(pipe: &std::process::ChildStdin, wait: std::time::Duration) -> bool {
     use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
     use std::os::fd::AsFd;
@@ -369,6 +384,7 @@ fn gets_room(pipe: &std::process::ChildStdin, wait: std::time::Duration) -> bool
 }
 
 /// Whether every thread of `pid` sleeps (none running or runnable).
+#[cfg(target_os = "linux")]
 fn all_threads_asleep(pid: u32) -> bool {
     let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).expect("/proc/<pid>/task");
     tasks.filter_map(Result::ok).all(|task| {
@@ -385,6 +401,7 @@ fn all_threads_asleep(pid: u32) -> bool {
 /// once and the requests sent meanwhile are answered too.
 /// See: issue #13, item 5 (40 pipelined reads with stdout unread reached 3.9 GB).
 #[test]
+#[cfg(target_os = "linux")]
 fn r13_a_client_that_stops_reading_gets_backpressure_not_a_growing_queue() {
     use std::io::{BufRead, BufReader};
     use std::os::fd::AsFd;
@@ -511,6 +528,7 @@ fn r13_a_batch_holds_at_most_a_thousand_messages() {
     server.send_raw(&format!("[{}]", vec![ping.as_str(); 1000].join(",")));
     let line = server.next_raw_line();
     assert_eq!(elements_of(&line).len(), 1000, "{line:.300}");
+    #[cfg(target_os = "linux")]
     let before = proc_status_bytes(server.pid(), "VmHWM");
     for line in [
         format!("[{}]", vec![ping.as_str(); 1001].join(",")),
@@ -525,9 +543,12 @@ fn r13_a_batch_holds_at_most_a_thousand_messages() {
         assert_eq!(reply.error().code, -32600, "{}", reply.line);
         assert!(reply.error().message.contains("at most 1000"), "{}", reply.line);
     }
-    let grew = proc_status_bytes(server.pid(), "VmHWM").saturating_sub(before);
-    report(&format!("batches over the bound: peak RSS grew {}", mib(grew)));
-    assert!(grew < 16 << 20, "peak RSS grew {}", mib(grew));
+    #[cfg(target_os = "linux")]
+    {
+        let grew = proc_status_bytes(server.pid(), "VmHWM").saturating_sub(before);
+        report(&format!("batches over the bound: peak RSS grew {}", mib(grew)));
+        assert!(grew < 16 << 20, "peak RSS grew {}", mib(grew));
+    }
     assert_eq!(server.request("ping", json!({})).result(), &json!({}));
 }
 
@@ -552,10 +573,72 @@ fn r13_calls_that_hold_data_run_a_few_at_a_time() {
     assert_eq!(replies.len(), 100, "{line:.300}");
     let whole = replies.iter().filter(|r| r.contains(r#""result":"#)).count();
     assert_eq!(whole, 3, "three 8.8 MiB replies fit in 32 MiB");
-    let peak = proc_status_bytes(server.pid(), "VmHWM");
-    report(&format!("100 batched reads of 8 MiB: peak RSS {}", mib(peak)));
-    // Four calls' file and reply, the batch's kept replies, and the rest of the process.
-    let bound = (MAX_REPLY_BYTES + 4 * 3 * FILE) as u64 + (64 << 20);
-    assert!(peak < bound, "peak RSS {} over {}", mib(peak), mib(bound));
+    #[cfg(target_os = "linux")]
+    {
+        let peak = proc_status_bytes(server.pid(), "VmHWM");
+        report(&format!("100 batched reads of 8 MiB: peak RSS {}", mib(peak)));
+        // Four calls' file and reply, the batch's kept replies, and the rest of the process.
+        let bound = (MAX_REPLY_BYTES + 4 * 3 * FILE) as u64 + (64 << 20);
+        assert!(peak < bound, "peak RSS {} over {}", mib(peak), mib(bound));
+    }
     assert_eq!(server.request("ping", json!({})).result(), &json!({}));
+}
+
+/// Calls that wait for a place hold their messages: 200 lines of 64 KiB, each a `grep_files`
+/// whose `params` carry 8,000 tiny objects (about 100 bytes of values per byte), queued behind
+/// four offset scans of a 512 MiB sparse file that hold the four places for seconds. Before, the
+/// server read them all and held them (the attacker's 300 lines: 2 GB); now it stops reading
+/// while what is in flight would cost more than the backlog's bound, and still answers every
+/// call once the scans end.
+/// See: issue #13, item 2 (the second attacker's finding 1).
+#[cfg(target_os = "linux")]
+#[test]
+fn r13_calls_waiting_for_a_place_are_bounded_in_memory() {
+    use std::io::Write as _;
+    const LINES: usize = 200;
+    let env = TestEnv::new(&[], &[]);
+    env.write("root/sparse.txt", "line\n".repeat(2000));
+    let file =
+        std::fs::OpenOptions::new().write(true).open(env.path("root/sparse.txt")).expect("open");
+    file.set_len(1 << 29).expect("set_len");
+    env.write("root/grep/small.txt", "needle\n");
+    let mut server = Server::start(&env);
+    // Four offset scans of a sparse file hold the four places while the lines arrive.
+    let scan = json!({"path": env.p("root/sparse.txt"), "offset": 1_000_000_000_000u64});
+    for i in 0..4 {
+        server.send_raw(&call_line(&format!("\"scan{i}\""), "read_file", scan.clone()));
+    }
+    let pad = format!("[{}]", vec![r#"{"a":0}"#; 8000].join(","));
+    let args = json!({"regex": "needle", "directory": env.p("root/grep")});
+    let lines: Vec<String> = (0..LINES)
+        .map(|i| {
+            format!(
+                r#"{{"jsonrpc":"2.0","id":{i},"method":"tools/call","params":{{"name":"grep_files","arguments":{args},"pad":{pad}}}}}"#
+            )
+        })
+        .collect();
+    let sent: usize = lines.iter().map(String::len).sum();
+    // Written from a thread: the server stops reading while the backlog is full.
+    let mut stdin = server.take_stdin();
+    let writer = std::thread::spawn(move || {
+        for line in lines {
+            stdin.write_all(line.as_bytes()).expect("write");
+            stdin.write_all(b"\n").expect("write");
+        }
+        stdin
+    });
+    let mut answered = 0;
+    while answered < LINES + 4 {
+        let line = server.next_line_within(std::time::Duration::from_secs(300));
+        assert!(line.contains(r#""result":"#), "{line:.300}");
+        answered += 1;
+    }
+    drop(writer.join().expect("writer"));
+    let peak = proc_status_bytes(server.pid(), "VmHWM");
+    report(&format!(
+        "{LINES} waiting calls, {} of lines: peak RSS {}",
+        mib(sent as u64),
+        mib(peak)
+    ));
+    assert!(peak < 240 << 20, "peak RSS {} while calls waited", mib(peak));
 }

@@ -376,3 +376,115 @@ fn append_is_refused_for_a_hard_linked_file() {
     assert_eq!(env.read_string("root/notes.txt"), "mine\n");
     assert_eq!(env.read_string("outside/keys"), "key one\n");
 }
+
+/// Whether a capability a test needs is missing: under `CI=true` that fails the test; elsewhere
+/// the test is skipped, saying so on stderr.
+#[cfg(target_os = "linux")]
+fn missing(why: &str) -> bool {
+    assert!(std::env::var_os("CI").is_none_or(|v| v != "true"), "CI: {why}");
+    let _ = std::io::Write::write_fmt(&mut std::io::stderr(), format_args!("skipped: {why}\n"));
+    true
+}
+
+#[cfg(target_os = "linux")]
+fn set_xattr(path: &std::path::Path, name: &str, value: &[u8]) -> std::io::Result<()> {
+    let path = std::ffi::CString::new(path_str(path)).expect("path");
+    let name = std::ffi::CString::new(name).expect("name");
+    // SAFETY: both strings are NUL-terminated and live across the call; `value` is a slice.
+    let rc = unsafe {
+        libc::setxattr(path.as_ptr(), name.as_ptr(), value.as_ptr().cast(), value.len(), 0)
+    };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(std::io::Error::last_os_error())
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn get_xattr(path: &std::path::Path, name: &str) -> Option<Vec<u8>> {
+    let path = std::ffi::CString::new(path_str(path)).expect("path");
+    let name = std::ffi::CString::new(name).expect("name");
+    let mut buf = vec![0u8; 4096];
+    // SAFETY: as in `set_xattr`; `buf` is writable for its length.
+    let n =
+        unsafe { libc::getxattr(path.as_ptr(), name.as_ptr(), buf.as_mut_ptr().cast(), buf.len()) };
+    (n >= 0).then(|| {
+        buf.truncate(n as usize);
+        buf
+    })
+}
+
+/// A POSIX access ACL as the kernel stores it (`system.posix_acl_access`): version 2, then
+/// (tag, permissions, id) entries. This one also lets uid 4242 read and write.
+#[cfg(target_os = "linux")]
+fn acl_granting_a_user() -> Vec<u8> {
+    let mut acl = 2u32.to_le_bytes().to_vec();
+    let undefined = u32::MAX;
+    for (tag, perm, id) in [
+        (0x01u16, 6u16, undefined), // the owner: rw
+        (0x02, 6, 4242),            // user 4242: rw
+        (0x04, 4, undefined),       // the group: r
+        (0x10, 6, undefined),       // the mask: rw
+        (0x20, 4, undefined),       // others: r
+    ] {
+        acl.extend(tag.to_le_bytes());
+        acl.extend(perm.to_le_bytes());
+        acl.extend(id.to_le_bytes());
+    }
+    acl
+}
+
+/// A file rewritten by write_file or edit_file keeps its extended attributes and its POSIX
+/// ACL: the temp file that replaces it gets them before the rename. See: #17 (C1).
+#[cfg(target_os = "linux")]
+#[test]
+fn r17_rewriting_a_file_keeps_its_xattrs_and_acl() {
+    let env = TestEnv::new(&["root"], &[("root/w.txt", "old w\n"), ("root/e.txt", "old e\n")]);
+    let acl = acl_granting_a_user();
+    for rel in ["root/w.txt", "root/e.txt"] {
+        if let Err(e) = set_xattr(&env.path(rel), "user.replay.test", b"kept") {
+            if missing(&format!("the test's filesystem refuses user xattrs: {e}")) {
+                return;
+            }
+        }
+        if let Err(e) = set_xattr(&env.path(rel), "system.posix_acl_access", &acl) {
+            if missing(&format!("the test's filesystem refuses POSIX ACLs: {e}")) {
+                return;
+            }
+        }
+    }
+    let mut server = Server::start(&env);
+    server.call("write_file", json!({"path": env.p("root/w.txt"), "content": "new w\n"}));
+    let edit = json!([{"oldText": "old", "newText": "new"}]);
+    server.call("edit_file", json!({"path": env.p("root/e.txt"), "edits": edit}));
+    for (rel, text) in [("root/w.txt", "new w\n"), ("root/e.txt", "new e\n")] {
+        assert_eq!(std::fs::read_to_string(env.path(rel)).expect("read"), text, "{rel}");
+        let xattr = get_xattr(&env.path(rel), "user.replay.test");
+        assert_eq!(xattr.as_deref(), Some(&b"kept"[..]), "{rel}: user xattr lost");
+        let kept = get_xattr(&env.path(rel), "system.posix_acl_access");
+        assert_eq!(kept.as_deref(), Some(&acl[..]), "{rel}: ACL lost");
+    }
+}
+
+/// A file rewritten by write_file or edit_file keeps its mode, but for the setuid and setgid
+/// bits, which are dropped as the kernel drops them when a file is written: new content must
+/// not run with another user's rights. See: #17 (C2), SECURITY.md.
+#[test]
+fn r17_rewriting_a_file_drops_setuid_and_setgid_keeps_the_rest() {
+    let modes =
+        [(0o4755, 0o755), (0o2755, 0o755), (0o6775, 0o775), (0o2644, 0o644), (0o1777, 0o1777)];
+    for (mode, kept) in modes {
+        let env = TestEnv::new(&["root"], &[("root/w", "old w\n"), ("root/e", "old e\n")]);
+        env.set_mode("root/w", mode);
+        env.set_mode("root/e", mode);
+        let mut server = Server::start(&env);
+        server.call("write_file", json!({"path": env.p("root/w"), "content": "new w\n"}));
+        let edit = json!([{"oldText": "old", "newText": "new"}]);
+        server.call("edit_file", json!({"path": env.p("root/e"), "edits": edit}));
+        for rel in ["root/w", "root/e"] {
+            assert!(std::fs::read_to_string(env.path(rel)).expect("read").starts_with("new"));
+            assert_eq!(env.mode(rel), kept, "{rel}: mode {mode:o} became {:o}", env.mode(rel));
+        }
+    }
+}

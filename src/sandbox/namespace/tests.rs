@@ -36,6 +36,16 @@ fn places_differing_from_around_them_get_a_mount() {
 }
 
 #[test]
+fn writable_places_holding_a_read_only_one_get_a_mount() {
+    // The directories between (`places` adds them) become mount points, which cannot be renamed.
+    check(
+        &["/w:rw", "/w/a:rw", "/w/a/b:rw", "/w/a/b/r:ro"],
+        "ro / /w:rw /w/a:rw /w/a/b:rw /w/a/b/r:ro",
+    );
+    check(&["/:rw", "/a:rw", "/a/r:ro"], "rw / /a:rw /a/r:ro");
+}
+
+#[test]
 fn prefix_siblings_are_not_nested() {
     check(&["/w:rw", "/w2:ro", "/w-x/r:ro"], "ro / /w:rw");
     check(&["/w:rw", "/wr:rw"], "ro / /w:rw /wr:rw");

@@ -31,7 +31,14 @@ fn run(filter: &Filter, arch: u32, nr: i64, arg1: u64) -> u32 {
 
 #[track_caller]
 fn check(nr: i64, arg1: u64, expect: u32) {
-    let filter = filter().expect("a filter for this architecture");
+    let filter = filter(true).expect("a filter for this architecture");
+    assert_eq!(run(&filter, AUDIT_ARCH, nr, arg1), expect, "call {nr}, arg {arg1:#x}");
+}
+
+/// `check` for the filter every command gets, outside the fallback.
+#[track_caller]
+fn check_always(nr: i64, arg1: u64, expect: u32) {
+    let filter = filter(false).expect("a filter for this architecture");
     assert_eq!(run(&filter, AUDIT_ARCH, nr, arg1), expect, "call {nr}, arg {arg1:#x}");
 }
 
@@ -63,8 +70,29 @@ fn everything_else_is_allowed() {
 }
 
 #[test]
+fn reaching_into_other_processes_and_terminals_is_always_refused() {
+    for &nr in REFUSED_ALWAYS {
+        check(nr, 0, EPERM);
+        check_always(nr, 0, EPERM);
+    }
+    for request in [libc::TIOCSTI, libc::TIOCLINUX] {
+        check(libc::SYS_ioctl, u64::from(request as u32), EPERM);
+        check_always(libc::SYS_ioctl, u64::from(request as u32), EPERM);
+    }
+}
+
+#[test]
+fn outside_the_fallback_metadata_changes_are_allowed() {
+    check_always(libc::SYS_fchmodat, 0, ALLOW);
+    check_always(libc::SYS_setxattr, 0, ALLOW);
+    check_always(libc::SYS_ioctl, 0x4008_6602, ALLOW);
+    check_always(libc::SYS_ioctl, u64::from(libc::TCGETS as u32), ALLOW);
+    check_always(libc::SYS_openat, 0, ALLOW);
+}
+
+#[test]
 fn another_architecture_is_killed() {
-    let filter = filter().expect("a filter for this architecture");
+    let filter = filter(true).expect("a filter for this architecture");
     assert_eq!(run(&filter, 0x4000_0003, libc::SYS_openat, 0), KILL, "i386");
     #[cfg(target_arch = "x86_64")]
     assert_eq!(run(&filter, AUDIT_ARCH, 0x4000_0000 | libc::SYS_openat, 0), KILL, "x32");

@@ -203,12 +203,7 @@ impl std::error::Error for EditError {}
 
 /// Applies the edits in order to an in-memory copy; the first failure aborts
 /// the whole sequence, so the caller never sees (or writes) a partial result.
-pub fn apply_edits(content: &str, edits: &[Edit]) -> Result<String, EditError> {
-    apply_edits_within(content, edits, MAX_EDITED_BYTES)
-}
-
-/// [`apply_edits`] with no edit allowed to make the text larger than
-/// `max_bytes` (not counting a BOM). The fuzz target uses a small bound, so
+/// No edit may make the text larger than `max_bytes` (not counting a BOM). The fuzz target uses a small bound, so
 /// that no input spends seconds growing a text towards 64 MiB.
 pub fn apply_edits_within(
     content: &str,

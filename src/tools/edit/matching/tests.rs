@@ -6,6 +6,11 @@
 
 use super::*;
 
+/// The edits applied under the tools' own bound.
+fn apply_edits(content: &str, edits: &[Edit]) -> Result<String, EditError> {
+    apply_edits_within(content, edits, MAX_EDITED_BYTES)
+}
+
 // ---------------------------------------------------------------------------
 // Helpers
 // ---------------------------------------------------------------------------

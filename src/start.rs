@@ -1,0 +1,170 @@
+//! What the binary does from start to exit: parse the command line (`cli`), answer a
+//! subcommand (`oneshot`, `client_config`), or start logging, confine the process (`sandbox`)
+//! before any thread exists, and serve the session (`protocol::session::serve`).
+
+use std::io::Write;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use tracing_subscriber::EnvFilter;
+
+use crate::cli::{self, Config, Invocation, OneShot};
+use crate::policy::Policy;
+use crate::progress::Cancel;
+use crate::protocol::transport;
+use crate::tools::Settings;
+use crate::{client_config, interrupt, oneshot, protocol, sandbox};
+
+/// The whole program: `src/main.rs` calls it.
+pub fn main() -> ExitCode {
+    crate::memory::configure();
+    match cli::parse() {
+        Invocation::Serve(config) => serve(config),
+        Invocation::Call(call) => call_once(call),
+        Invocation::Tools(served) => answer(&oneshot::tools_summary(&served), "", 0),
+        Invocation::Schema(tool) => match oneshot::schema_text(&tool) {
+            Some(text) => answer(&text, "", 0),
+            None => answer("", &format!("replay: no schema for {tool:?}"), 2),
+        },
+        Invocation::PrintConfig(print) => match client_config::current_exe() {
+            Ok(exe) => {
+                let text =
+                    client_config::render(print.client, print.json, &exe, &print.server_args);
+                answer(&text, "", 0)
+            }
+            Err(message) => answer("", &message, 1),
+        },
+        Invocation::Help(text) => answer(&text, "", 0),
+        Invocation::Exit { message, status } => answer("", &message, status as u8),
+    }
+}
+
+/// Writes a subcommand's answer and gives its status. A reader that went away (`| head`) ends
+/// the output quietly.
+fn answer(stdout: &str, stderr: &str, status: u8) -> ExitCode {
+    if !stderr.is_empty() {
+        let _ = writeln!(std::io::stderr(), "{}", stderr.trim_end());
+    }
+    if let Err(e) = transport::write_stdout(stdout) {
+        if e.kind() != std::io::ErrorKind::BrokenPipe {
+            let _ = writeln!(std::io::stderr(), "replay: writing stdout: {e}");
+        }
+        return ExitCode::from(status.max(1));
+    }
+    ExitCode::from(status)
+}
+
+fn serve(config: Config) -> ExitCode {
+    init_logging(config.log_filter.as_deref());
+    for root in &config.roots {
+        tracing::info!(path = %root.path.display(), access = ?root.access, "allowed directory");
+    }
+    if config.roots.is_empty() {
+        tracing::warn!("no allowed directories: every path will be refused");
+    }
+    if config.disabled_tools.len() == crate::schema::FILES.len() {
+        tracing::warn!("no tools are served: --tools, --disable-tool and --read-only left none");
+    }
+    // Without directories the sandbox waits for the client's roots: applied now, it would
+    // confine the server to nothing for good.
+    let defer = config.roots.is_empty() && config.sandbox.enabled;
+    let commands = !config.disabled_tools.iter().any(|tool| tool == "execute_command");
+    let mut confined = confine(&config, commands, defer);
+    let options = protocol::session::Options {
+        tool_errors: config.tool_errors,
+        deferred_sandbox: confined.deferred.take(),
+        read_only: config.read_only,
+    };
+    let (policy, settings) = scope(config, &confined);
+    protocol::session::serve(policy, Arc::new(settings), options);
+    if let Some(tmp) = &confined.command_tmp {
+        tmp.remove();
+    }
+    ExitCode::SUCCESS
+}
+
+/// `replay call`: the server's start-up (sandbox included) and one tool call, then exit.
+/// SIGINT, SIGTERM or SIGHUP cancel the call (killing a command it started) and exit 128+N.
+fn call_once(call: OneShot) -> ExitCode {
+    let OneShot { config, tool, args, json } = call;
+    let args = match args.read() {
+        Ok(args) => args,
+        Err(message) => return answer("", &message, 2),
+    };
+    init_logging(config.log_filter.as_deref());
+    let confined = confine(&config, tool == "execute_command", false);
+    let (policy, settings) = scope(config, &confined);
+    // After `confine`: the sandbox binds the threads started later, this one included.
+    let cancel = Arc::new(Cancel::default());
+    let interrupt = interrupt::watch(Arc::clone(&cancel));
+    let request = oneshot::Request { tool, args, json };
+    let result = oneshot::call(&policy, &settings, &cancel, request);
+    if let Some(tmp) = &confined.command_tmp {
+        tmp.remove();
+    }
+    if let Some(signo) = interrupt.signal() {
+        let message = format!("replay: interrupted by signal {signo}; the call was cancelled");
+        return answer("", &message, 128u8.saturating_add(signo as u8));
+    }
+    answer(&result.stdout, &result.stderr, result.status)
+}
+
+/// The commands' TMPDIR and the sandbox's outcome.
+struct Confined {
+    command_tmp: Option<Arc<sandbox::tmp::CommandTmp>>,
+    status: sandbox::Status,
+    confinement: sandbox::CommandConfinement,
+    /// Started without directories: what the session applies when the roots arrive.
+    deferred: Option<sandbox::Sandbox>,
+}
+
+/// Makes the commands' TMPDIR (when `commands` are served) and applies the sandbox, the
+/// commands' namespace and Landlock (unless it waits for the client's roots). Called before
+/// any thread exists: Landlock binds the calling thread and those it starts afterwards.
+fn confine(config: &Config, commands: bool, defer: bool) -> Confined {
+    let sandbox = sandbox::prepare(&config.sandbox, config.home.clone(), commands);
+    let command_tmp = sandbox.command_tmp();
+    if defer {
+        let status = sandbox::Status::deferred();
+        tracing::warn!("{}", status.note().unwrap_or_default());
+        let confinement = sandbox::CommandConfinement::default();
+        return Confined { command_tmp, status, confinement, deferred: Some(sandbox) };
+    }
+    let applied = sandbox.apply(&config.roots);
+    match applied.status.note() {
+        None => tracing::info!(isolation = ?applied.status.isolation, "sandbox enforced"),
+        Some(note) => tracing::warn!("{note}"),
+    }
+    Confined {
+        command_tmp,
+        status: applied.status,
+        confinement: applied.confinement,
+        deferred: None,
+    }
+}
+
+/// The policy and the tools' settings the configuration describes.
+fn scope(config: Config, confined: &Confined) -> (Policy, Settings) {
+    let settings = Settings {
+        deny_commands: config.deny_commands,
+        command_tmp: confined.command_tmp.clone(),
+        confinement: confined.confinement.clone(),
+        sandbox_note: confined.status.note(),
+        disabled_tools: config.disabled_tools,
+    };
+    (Policy::new(config.roots, config.home), settings)
+}
+
+/// Logs go to stderr only: stdout carries JSON-RPC.
+fn init_logging(level: Option<&str>) {
+    let filter = match level {
+        Some(level) => EnvFilter::try_new(level).ok(),
+        None => EnvFilter::try_from_default_env().ok(),
+    }
+    .unwrap_or_else(|| EnvFilter::new("warn"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .init();
+}
