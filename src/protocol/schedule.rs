@@ -188,10 +188,44 @@ impl Schedule {
     }
 
     /// Stops what still runs past the drain (the process is ending).
-    pub fn shut_down(self) {
-        if let Some(runtime) = self.runtime.into_inner() {
+    pub fn shut_down(mut self) {
+        if let Some(runtime) = self.runtime.take() {
             // Tool calls still running past the drain limit must not hold the process open.
             runtime.shutdown_timeout(Duration::from_millis(100));
         }
+    }
+}
+
+impl Drop for Schedule {
+    /// The last reference to the session may go on one of the runtime's own threads (a batch's
+    /// gathering task that ends after the end of input was drained), where dropping a runtime
+    /// panics ("Cannot drop a runtime in a context where blocking is not allowed"); shutting
+    /// it down in the background is allowed anywhere.
+    fn drop(&mut self) {
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_schedule_dropped_on_its_own_runtime_does_not_panic() {
+        let schedule = Arc::new(Schedule::default());
+        let last = Arc::clone(&schedule);
+        let (done, outcome) = std::sync::mpsc::channel();
+        let (go, wait) = std::sync::mpsc::channel::<()>();
+        schedule.runtime().spawn(async move {
+            let _ = wait.recv();
+            let dropped = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| drop(last)));
+            let _ = done.send(dropped.is_ok());
+        });
+        drop(schedule);
+        go.send(()).expect("the task waits");
+        let dropped = outcome.recv_timeout(Duration::from_secs(10)).expect("the task reports");
+        assert!(dropped, "dropping the last Schedule on its runtime panicked");
     }
 }

@@ -69,7 +69,10 @@ fn r13_a_long_edit_does_not_delay_a_write_elsewhere() {
         json!({"path": env.p("root/slow.txt"), "content": "w"}),
     );
     assert_eq!(next_reply_id(&mut server), json!("same"), "the write waited for a dryRun");
-    assert_eq!(next_reply_id(&mut server), json!("preview"));
+    // The dryRun may have read the file before or after the write replaced it (it takes no
+    // turn): a diff, or "not found" in the new text. Either way it answers.
+    let preview = server.next_line_within(Duration::from_secs(120));
+    assert!(preview.contains(r#""id":"preview""#), "{preview:.300}");
     assert_eq!(env.read_string("root/slow.txt"), "w");
 }
 
