@@ -468,10 +468,12 @@ impl Keep {
         }
     }
 
-    /// The most entries that could be shown: every entry costs at least 48 bytes.
-    fn most(&self) -> usize {
-        let fit = if self.no_room { 0 } else { self.budget.left() / 48 };
-        self.max_entries.map_or(fit, |max| max.min(fit))
+    /// The most that could be shown: every entry costs at least `Room::weight` of its name
+    /// (`cost` is never less).
+    fn most(&self) -> levels::Room {
+        let bytes = if self.no_room { 0 } else { self.budget.left() };
+        let fit = bytes / levels::Room::ENTRY_BYTES;
+        levels::Room { entries: self.max_entries.map_or(fit, |max| max.min(fit)), bytes }
     }
 
     fn take(&mut self, offer: &levels::Offer<'_>) -> bool {

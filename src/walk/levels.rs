@@ -101,14 +101,32 @@ pub struct Offer<'a> {
     pub depth: usize,
 }
 
+/// What `take` could take at most: entries, and bytes where each entry weighs at least
+/// `Room::weight` (its name three times, as a reply shows a name in its text and its
+/// structured form, plus `ENTRY_BYTES`).
+#[derive(Clone, Copy, Debug)]
+pub struct Room {
+    pub entries: usize,
+    pub bytes: usize,
+}
+
+impl Room {
+    /// The least an entry named `name` can cost its caller.
+    pub const ENTRY_BYTES: usize = 48;
+
+    pub fn weight(name: &[u8]) -> usize {
+        3 * name.len() + Room::ENTRY_BYTES
+    }
+}
+
 /// Walks `root` breadth-first, offering each entry to `take` until it refuses one: that entry
-/// and all after it are left out. `most` is how many entries `take` could take at most, so that
-/// a directory of millions is never held whole when only its first names can be taken; the walk
-/// stops at `u32::MAX - 1` entries whatever `take` says.
+/// and all after it are left out. `room` is what `take` could take at most, so that a directory
+/// of millions (or of long names) is never held whole when only its first names can be taken;
+/// the walk stops at `u32::MAX - 1` entries whatever `take` says.
 pub fn breadth_first(
     root: &ResolvedPath,
     options: &WalkOptions<'_>,
-    most: usize,
+    room: Room,
     mut take: impl FnMut(&Offer<'_>) -> bool,
 ) -> io::Result<Levels> {
     let handle = root.open_dir()?;
@@ -125,7 +143,7 @@ pub fn breadth_first(
     let max_depth = options.max_depth.unwrap_or(usize::MAX);
     if max_depth > 0 {
         let rules = options.respect_gitignore.then(|| Ignores::for_root(&handle, &root.real));
-        let read = walk.read(&handle, &root.real, rules.as_deref(), most);
+        let read = walk.read(&handle, &root.real, rules.as_deref(), room);
         let mut offered =
             Offered { levels: &mut levels, ignores: &mut ignores, stopped: &mut stopped };
         levels.root = offered.offer(None, read, rules.as_ref(), &mut take);
@@ -146,7 +164,11 @@ pub fn breadth_first(
         };
         let path = root.real.join(&rel);
         let rules = parent_rules.map(|parent| Ignores::for_dir(&dir, &path, parent));
-        let left = most.saturating_sub(levels.nodes.len());
+        let used = 3 * levels.names_len() + Room::ENTRY_BYTES * levels.nodes.len();
+        let left = Room {
+            entries: room.entries.saturating_sub(levels.nodes.len()),
+            bytes: room.bytes.saturating_sub(used),
+        };
         let read = walk.read(&dir, &path, rules.as_deref(), left);
         let mut offered =
             Offered { levels: &mut levels, ignores: &mut ignores, stopped: &mut stopped };
@@ -266,13 +288,28 @@ impl<'s> Walk<'_, 's> {
     }
 
     /// Reads the directory open as `dir`, at `path`, whose `.gitignore` rules are `rules`.
-    fn read(&self, dir: &OwnedFd, path: &Path, rules: Option<&Ignores>, keep: usize) -> Read {
+    fn read(&self, dir: &OwnedFd, path: &Path, rules: Option<&Ignores>, room: Room) -> Read {
         let admission = self.admission(path, rules);
-        let keep = keep.saturating_add(1);
+        // One past the room, to know that more exist.
+        let keep = room.entries.saturating_add(1);
         let mut entries: Vec<(OsString, EntryKind)> = Vec::new();
+        // The weight of `entries` (`Room::weight`).
+        let mut held = 0usize;
         let mut more = false;
         let by_name = |a: &(OsString, EntryKind), b: &(OsString, EntryKind)| {
             path_order(Path::new(&a.0), Path::new(&b.0))
+        };
+        // Sorts, and keeps the first names that fit the room, and one more.
+        let trim = |entries: &mut Vec<(OsString, EntryKind)>| -> usize {
+            entries.sort_unstable_by(by_name);
+            let mut weight = 0usize;
+            let mut fit = 0;
+            while fit < entries.len().min(keep) && weight <= room.bytes {
+                weight += Room::weight(entries[fit].0.as_bytes());
+                fit += 1;
+            }
+            entries.truncate(fit);
+            weight
         };
         // Unreadable: what was read is reported, the rest skipped.
         let _ = confined::for_each_entry(dir.as_fd(), |name, kind| {
@@ -283,19 +320,21 @@ impl<'s> Walk<'_, 's> {
             if let Some(tally) = self.options.tally {
                 tally.add_one();
             }
+            held += Room::weight(name.as_bytes());
             entries.push((name.to_os_string(), kind));
-            // Only the first `keep` by name can be offered: a huge directory is not held whole.
-            if entries.len() >= keep.saturating_mul(2) {
-                entries.sort_unstable_by(by_name);
-                entries.truncate(keep);
-                more = true;
+            // Only the first names that fit the room can be offered: a huge directory, or one
+            // of long names, is not held whole.
+            if entries.len() >= keep.saturating_mul(2)
+                || held >= room.bytes.saturating_mul(2).max(1 << 20)
+            {
+                let before = entries.len();
+                held = trim(&mut entries);
+                more |= entries.len() < before;
             }
         });
-        entries.sort_unstable_by(by_name);
-        if entries.len() > keep {
-            entries.truncate(keep);
-            more = true;
-        }
+        let before = entries.len();
+        trim(&mut entries);
+        more |= entries.len() < before;
         Read { entries, more }
     }
 }

@@ -342,3 +342,34 @@ fn r16_a_cut_tree_marks_each_of_hundreds_of_peeked_directories() {
         json!({"name": "t", "type": "directory", "children": expected, "truncated": true});
     assert_eq!(got, expected);
 }
+
+/// A tree of one directory holding 300,000 entries of 250-byte names: its reply holds the
+/// first ~28,000 (the 24 MiB bound), and the walk holds little more. Before, it kept up to
+/// 1,048,000 names whatever their length (the bound counted entries at 48 bytes each): 106 MB
+/// for a 16 MB reply; now the names held are bounded by what the reply could show.
+/// See: issue #16 (whole trees: memory follows the reply), the third attacker's finding 1.
+#[cfg(target_os = "linux")]
+#[test]
+fn r16_a_tree_of_long_names_holds_what_its_reply_can_show() {
+    let env = TestEnv::new(&["root/d"], &[]);
+    let dir = env.path("root/d");
+    let stem = "n".repeat(240);
+    for i in 0..300_000u32 {
+        std::os::unix::fs::symlink("t", dir.join(format!("{stem}{i:010}"))).expect("symlink");
+    }
+    let mut server = Server::start(&env);
+    let response = server.call("directory_tree", json!({"path": env.p("root")}));
+    let reply = serde_json::to_string(response.result()).expect("reply").len();
+    let text = response.result()["content"][0]["text"].as_str().unwrap_or_default();
+    assert!(text.contains("truncated"), "{text:.300}");
+    let status = fs::read_to_string(format!("/proc/{}/status", server.pid())).expect("status");
+    let peak_kib: usize = status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmHWM");
+    let peak = peak_kib << 10;
+    // The reply's bytes and the names that could be in it, with room for the process itself
+    // (an unoptimized build); before, 106 MB.
+    assert!(peak < 90 << 20, "peak RSS {} MiB for a reply of {} MiB", peak >> 20, reply >> 20);
+}
