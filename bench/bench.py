@@ -1654,9 +1654,63 @@ class Bench:
                  f"RSS ≤ 1.5 x reply + 30 MB = {bar / MB:.1f} MB")
             g.notes.append("ls -1 runs with LC_ALL=C: byte order, as replay sorts")
 
+        def long_names():
+            """`<million>/long`: 300,000 symlinks named with 250 bytes each, made on first use. A
+            listing or a tree of it is cut by the reply's bound (75 MB of names, 24 MiB of
+            reply): what the server holds must follow the reply, not the directory."""
+            long_dir = os.path.join(root, "long")
+            stem = "n" * 240
+            count = 300_000
+            if not os.path.isdir(long_dir) or len(os.listdir(long_dir)) != count:
+                log(f"making {long_dir} (300,000 symlinks with 250-byte names, once)")
+                shutil.rmtree(long_dir, ignore_errors=True)
+                os.mkdir(long_dir)
+                for i in range(count):
+                    os.symlink("t", os.path.join(long_dir, f"{stem}{i:010d}"))
+            return long_dir, count
+
+        def listing_long():
+            long_dir, count = long_names()
+            env = dict(os.environ, LC_ALL="C")
+            g, last = row("scale-list-long", "long names: list_directory of 300,000 names of 250 bytes",
+                          "list_directory", {"path": long_dir}, [shutil.which("ls"), "-1", long_dir],
+                          "ls -1", peer_env=env)
+            text = text_of(last["replay"])
+            names = [ln[7:] for ln in text.split("\n") if ln.startswith("[LINK] ")]
+            ref = [ln for ln in last["ls -1"].decode("utf-8", "surrogateescape").split("\n") if ln]
+            m = re.search(r"\[(\d+) more entries not shown", text)
+            r = rows(g)
+            size, rss = r["replay"]["reply_bytes"], r["replay"]["peak_rss_bytes"]
+            bar = 1.5 * size + 30 * MB
+            ratio = r["replay"]["median"] / r["ls -1"]["median"]
+            bars(g, [(f"RSS {rss / MB:.1f} MB > {bar / MB:.1f} MB", rss <= bar),
+                     (f"names shown are not ls -1's first {len(names)}", names == ref[:len(names)]),
+                     (f"the note says {m and m.group(1)} more, not {count - len(names)}",
+                      m is not None and int(m.group(1)) == count - len(names))],
+                 f"ls -1's first {len(names)} names, the note counts the other {count - len(names)}; "
+                 f"{ratio:.2f}x ls; RSS ≤ 1.5 x reply + 30 MB = {bar / MB:.1f} MB")
+            g.notes.append("ls -1 runs with LC_ALL=C: byte order, as replay sorts")
+
+        def tree_long():
+            long_dir, count = long_names()
+            g, last = row("scale-tree-long", "long names: directory_tree of 300,000 names of 250 bytes",
+                          "directory_tree", {"path": long_dir}, [im.find, long_dir], "find")
+            content = last["replay"]["result"]["content"]
+            shown = tree_nodes(json.loads(content[0]["text"]))
+            notes = "".join(c.get("text", "") for c in content[1:])
+            m = re.search(r"\[truncated: (\d+) (?:of (\d+) )?entries shown", notes)
+            r = rows(g)
+            size, rss = r["replay"]["reply_bytes"], r["replay"]["peak_rss_bytes"]
+            bar = 1.5 * size + 30 * MB
+            bars(g, [(f"RSS {rss / MB:.1f} MB > {bar / MB:.1f} MB", rss <= bar),
+                     (f"the note says {m and m.group(1)} entries, {shown - 1} are shown",
+                      m is not None and int(m.group(1)) == shown - 1)],
+                 f"{shown - 1} of {count} entries shown (cut to the reply's bound); "
+                 f"RSS ≤ 1.5 x reply + 30 MB = {bar / MB:.1f} MB")
+
         for name, fn in [("search", search), ("glob", glob), ("grep", grep), ("tree-capped", tree_capped),
                          ("tree-json", lambda: tree_whole("json")), ("tree-text", lambda: tree_whole("text")),
-                         ("list", listing)]:
+                         ("list", listing), ("list-long", listing_long), ("tree-long", tree_long)]:
             if not wanted or name in wanted:
                 fn()
 
@@ -1781,7 +1835,7 @@ def main():
     ap.add_argument("--quick", action="store_true", help="fewer repetitions (under a minute)")
     ap.add_argument("--scale-rows", default="",
                     help="with --only scale, a comma-separated subset of its rows: search, glob, grep, "
-                         "tree-capped, tree-json, tree-text, list")
+                         "tree-capped, tree-json, tree-text, list, list-long, tree-long")
     ap.add_argument("--million", default="/tmp/replay-million",
                     help="the million tree of ../shared/bench/make-million.sh (for --only scale)")
     args = ap.parse_args()

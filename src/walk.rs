@@ -660,6 +660,7 @@ pub fn glob_set(field: &str, patterns: &[String]) -> Result<GlobSet, ToolError> 
     set.build().map_err(|e| ToolError::invalid_params(field, e.to_string()))
 }
 
+pub mod first;
 pub mod levels;
 mod peek;
 

@@ -5,8 +5,7 @@
 //! (`crate::walk`), keeps the shallowest entries when `maxEntries` cuts it short, and writes
 //! the JSON (and, for `format: "text"`, the indented tree) in one pass over the sorted entries.
 
-use std::os::fd::{AsFd, BorrowedFd};
-use std::os::unix::ffi::OsStrExt;
+use std::os::fd::AsFd;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::Deserialize;
@@ -20,6 +19,10 @@ use crate::reply_size::{escaped_text_len, push_json_string, Budget, REPLY_NAME};
 use crate::tools::format::iso8601_utc;
 use crate::tools::{Content, Ctx, Output, Structured};
 use crate::walk::{self, levels, EntryKind, Exclude, WalkOptions};
+
+mod listing;
+
+use listing::Listing;
 
 #[derive(Deserialize)]
 pub struct PathArgs {
@@ -35,12 +38,13 @@ pub struct ListArgs {
     sort_by: SortBy,
 }
 
-#[derive(Deserialize, Default, Clone, Copy, PartialEq, Eq)]
+#[derive(Deserialize, Default, Clone, Copy, PartialEq, Eq, Debug)]
 #[serde(rename_all = "lowercase")]
 enum SortBy {
     #[default]
     Name,
     /// Largest first; directories and symlinks (which have no size shown) after the files.
+    /// Ties, here and for `Modified`, are in name order.
     Size,
     /// Newest first.
     Modified,
@@ -80,94 +84,41 @@ pub fn create_directory(ctx: &Ctx, args: PathArgs) -> Result<Output, ToolError> 
     Ok(Output::text(format!("Created directory {}", resolved.shown.display())))
 }
 
-/// A directory's entries: their names one after another in one buffer, and per entry where
-/// its name is and what the listing shows of it. Two allocations for the whole listing, not two
-/// per entry: 100,000 entries took 186 MB at peak as `Value`s and per-entry strings, and take
-/// what the reply takes now.
-struct Listing {
-    names: Vec<u8>,
-    entries: Vec<Listed>,
-}
-
-/// One entry of a listed directory; `size` and `modified` are read only when asked for.
-struct Listed {
-    /// Where the name (as the directory holds it) is in `Listing::names`.
-    name: (usize, usize),
-    /// The name is UTF-8: shown as it is.
-    utf8: bool,
-    kind: Kind,
-    /// Bytes, for a file (not a directory or a symlink).
-    size: Option<u64>,
-    /// Seconds since the epoch.
-    modified: Option<i64>,
-}
-
-impl Listing {
-    fn raw_name(&self, entry: &Listed) -> &[u8] {
-        &self.names[entry.name.0..entry.name.1]
-    }
-
-    /// The name as shown: lossily converted when it is not UTF-8.
-    fn name(&self, entry: &Listed) -> std::borrow::Cow<'_, str> {
-        String::from_utf8_lossy(self.raw_name(entry))
-    }
-
-    /// Name order: byte order, as `ls` in the C locale, of the names as shown.
-    fn by_name(&self, a: &Listed, b: &Listed) -> std::cmp::Ordering {
-        if a.utf8 && b.utf8 {
-            self.raw_name(a).cmp(self.raw_name(b))
-        } else {
-            self.name(a).cmp(&self.name(b))
-        }
-    }
-}
-
-/// The entries of one directory, sorted by name, and the open directory.
-fn sorted_entries(dir: &ResolvedPath) -> Result<(std::os::fd::OwnedFd, Listing), ToolError> {
+/// The entries of one directory in `order`: those the reply can show, and what the rest add
+/// to the totals. Sizes and times, when asked for, come from `fstatat` on the directory's
+/// handle, not following links; an entry gone meanwhile has neither.
+fn read_listing(dir: &ResolvedPath, order: SortBy, stat: bool) -> Result<Listing, ToolError> {
     let failed = |e| ToolError::io("list directory", &dir.shown, e);
     let handle = dir.open_dir().map_err(failed)?;
-    let mut listing = Listing { names: Vec::new(), entries: Vec::new() };
+    let mut listing = Listing::new(order, Budget::default().left());
     confined::for_each_entry(handle.as_fd(), |name, kind| {
         let bytes = name.as_encoded_bytes();
         if bytes.starts_with(TEMP_PREFIX.as_bytes()) {
             // A write in progress (or one a crash left behind): not the user's file.
             return;
         }
-        let start = listing.names.len();
-        listing.names.extend_from_slice(bytes);
-        let utf8 = std::str::from_utf8(bytes).is_ok();
-        let name = (start, listing.names.len());
-        listing.entries.push(Listed { name, utf8, kind, size: None, modified: None });
+        let (mut size, mut modified) = (None, None);
+        if stat {
+            if let Ok(stat) = confined::stat_at(handle.as_fd(), name) {
+                modified = Some(stat.mtime);
+                if matches!(stat.kind(), Kind::File | Kind::Other) {
+                    size = Some(stat.size);
+                }
+            }
+        }
+        listing.add(bytes, kind, size, modified);
     })
     .map_err(failed)?;
-    let mut entries = std::mem::take(&mut listing.entries);
-    entries.sort_unstable_by(|a, b| listing.by_name(a, b));
-    listing.entries = entries;
-    Ok((handle, listing))
-}
-
-/// Fills in sizes and times with `fstatat` on the directory's handle, not following links. An
-/// entry gone meanwhile keeps neither.
-fn stat_entries(dir: BorrowedFd<'_>, listing: &mut Listing) {
-    let Listing { names, entries } = listing;
-    for entry in entries {
-        let name = std::ffi::OsStr::from_bytes(&names[entry.name.0..entry.name.1]);
-        let Ok(stat) = confined::stat_at(dir, name) else {
-            continue;
-        };
-        entry.modified = Some(stat.mtime);
-        let kind = stat.kind();
-        if matches!(kind, Kind::File | Kind::Other) {
-            entry.size = Some(stat.size);
-        }
-    }
+    Ok(listing.finish())
 }
 
 pub fn list_directory(ctx: &Ctx, args: ListArgs) -> Result<Output, ToolError> {
     let resolved = ctx.policy.resolve_read(&args.path)?;
-    let (handle, mut listing) = sorted_entries(&resolved)?;
+    let show_sizes = args.with_sizes || args.sort_by == SortBy::Size;
+    let show_times = args.sort_by == SortBy::Modified;
+    let listing = read_listing(&resolved, args.sort_by, show_sizes || show_times)?;
     let path = resolved.shown.display().to_string();
-    if listing.entries.is_empty() {
+    if listing.len() == 0 && listing.left_out.count == 0 {
         let mut data = b"{\"entries\":[],\"path\":".to_vec();
         push_json_string(&mut data, &path);
         data.push(b'}');
@@ -176,36 +127,19 @@ pub fn list_directory(ctx: &Ctx, args: ListArgs) -> Result<Output, ToolError> {
             ..Output::text("(empty directory)")
         });
     }
-    let show_sizes = args.with_sizes || args.sort_by == SortBy::Size;
-    let show_times = args.sort_by == SortBy::Modified;
-    if show_sizes || show_times {
-        stat_entries(handle.as_fd(), &mut listing);
-    }
-    // Stable sorts, so equal keys stay in name order; an entry without the key (a directory
-    // has no size) sorts after all that have one.
-    match args.sort_by {
-        SortBy::Name => {}
-        SortBy::Size => listing.entries.sort_by_key(|e| std::cmp::Reverse(e.size)),
-        SortBy::Modified => listing.entries.sort_by_key(|e| std::cmp::Reverse(e.modified)),
-    }
     // Each entry is in the reply twice, a line of the text and an object of the structured
-    // content: as many as fit the reply's bound are shown.
-    let mut budget = Budget::default();
-    let fit = listing
-        .entries
-        .iter()
-        .take_while(|entry| budget.take(2 * escaped_text_len(listing.name(entry).as_bytes()) + 96))
-        .count();
-    let shown = &listing.entries[..fit];
+    // content: the listing holds as many as fit the reply's bound.
+    let fit = listing.len();
     // Written once, at their final sizes: the names, and per entry its tag and its JSON
     // object's keys and type (64 bytes), plus the details and escapes.
-    let names: usize = shown.iter().map(|e| e.name.1 - e.name.0).sum();
+    let names = listing.name_bytes();
     let details = if show_sizes || show_times { 64 * fit } else { 0 };
     let mut text = String::with_capacity(names + 9 * fit + details + 256);
     let mut data: Vec<u8> = Vec::with_capacity(names + 48 * fit + 2 * details + path.len() + 64);
     data.extend_from_slice(b"{\"entries\":[");
-    for (i, entry) in shown.iter().enumerate() {
-        let name = listing.name(entry);
+    for (i, held) in listing.entries().enumerate() {
+        let entry = &held.key;
+        let name = listing.name(held);
         let (tag, kind) = match entry.kind {
             Kind::File | Kind::Other => ("[FILE] ", "file"),
             Kind::Dir => ("[DIR]  ", "directory"),
@@ -213,8 +147,8 @@ pub fn list_directory(ctx: &Ctx, args: ListArgs) -> Result<Output, ToolError> {
         };
         text.push_str(tag);
         text.push_str(&name);
-        let size = entry.size.filter(|_| show_sizes).map(format_size);
-        let time = entry.modified.filter(|_| show_times).map(iso8601_utc);
+        let size = entry.size().filter(|_| show_sizes).map(format_size);
+        let time = entry.modified().filter(|_| show_times).map(iso8601_utc);
         match (size, time) {
             (Some(size), Some(time)) => text.push_str(&format!(" ({size}, {time})")),
             (Some(detail), None) | (None, Some(detail)) => text.push_str(&format!(" ({detail})")),
@@ -226,14 +160,14 @@ pub fn list_directory(ctx: &Ctx, args: ListArgs) -> Result<Output, ToolError> {
             data.push(b',');
         }
         data.push(b'{');
-        if let Some(modified) = entry.modified {
+        if let Some(modified) = entry.modified() {
             data.extend_from_slice(b"\"modified\":");
             push_json_string(&mut data, &iso8601_utc(modified));
             data.push(b',');
         }
         data.extend_from_slice(b"\"name\":");
         push_json_string(&mut data, &name);
-        if let Some(size) = entry.size {
+        if let Some(size) = entry.size() {
             data.extend_from_slice(format!(",\"size\":{size}").as_bytes());
         }
         data.extend_from_slice(b",\"type\":\"");
@@ -243,15 +177,15 @@ pub fn list_directory(ctx: &Ctx, args: ListArgs) -> Result<Output, ToolError> {
     data.extend_from_slice(b"],\"path\":");
     push_json_string(&mut data, &path);
     data.push(b'}');
-    if fit < listing.entries.len() {
+    if listing.left_out.count > 0 {
         text.push_str(&format!(
             "[{} more entries not shown: the reply reached its {REPLY_NAME} bound; find what \
              you need with glob_search or search_files]\n",
-            listing.entries.len() - fit
+            listing.left_out.count
         ));
     }
     if show_sizes {
-        text.push_str(&totals(&listing.entries));
+        text.push_str(&totals(&listing));
     } else {
         text.pop();
     }
@@ -264,19 +198,20 @@ pub fn list_directory(ctx: &Ctx, args: ListArgs) -> Result<Output, ToolError> {
 /// list_directory_with_sizes: a blank line, `Total: N files, M directories` (here with
 /// `, K symlinks` when there are any, and singulars where they belong) and
 /// `Combined size: S` (files only).
-fn totals(entries: &[Listed]) -> String {
-    let count = |kinds: &[Kind]| entries.iter().filter(|e| kinds.contains(&e.kind)).count();
+fn totals(listing: &Listing) -> String {
+    let count = |kinds: &[Kind]| listing.entries().filter(|e| kinds.contains(&e.key.kind)).count();
+    let out = &listing.left_out;
     let noun = |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
     let mut total = format!(
         "{}, {}",
-        noun(count(&[Kind::File, Kind::Other]), "file", "files"),
-        noun(count(&[Kind::Dir]), "directory", "directories")
+        noun(count(&[Kind::File, Kind::Other]) + out.files, "file", "files"),
+        noun(count(&[Kind::Dir]) + out.dirs, "directory", "directories")
     );
-    let links = count(&[Kind::Symlink]);
+    let links = count(&[Kind::Symlink]) + out.links;
     if links > 0 {
         total.push_str(&format!(", {}", noun(links, "symlink", "symlinks")));
     }
-    let bytes: u64 = entries.iter().filter_map(|e| e.size).sum();
+    let bytes: u64 = listing.entries().filter_map(|e| e.key.size()).sum::<u64>() + out.bytes;
     format!("\nTotal: {total}\nCombined size: {}", format_size(bytes))
 }
 

@@ -8,7 +8,6 @@
 //! The same entries are left out as in every walk (`Admission`), and directories are opened
 //! beneath the root's handle by their path below it, following no symlink.
 
-use std::ffi::OsString;
 use std::io;
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
@@ -19,7 +18,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use nix::fcntl::OFlag;
 use nix::sys::stat::Mode;
 
-use super::{path_order, peek, Admission, EntryKind, Ignores, Summary, WalkOptions};
+use super::first::{self, First};
+use super::{peek, Admission, EntryKind, Ignores, Summary, WalkOptions};
 use crate::policy::confined;
 use crate::policy::ResolvedPath;
 
@@ -216,10 +216,10 @@ struct Walk<'a, 's> {
     too_long: AtomicU64,
 }
 
-/// A directory's entries as the walk reports them, sorted by name, at most the first `keep`,
-/// and whether there were more.
+/// A directory's entries as the walk reports them, sorted by name, the first its room could
+/// take, and whether there were more.
 struct Read {
-    entries: Vec<(OsString, EntryKind)>,
+    entries: First<ByName>,
     more: bool,
 }
 
@@ -290,27 +290,10 @@ impl<'s> Walk<'_, 's> {
     /// Reads the directory open as `dir`, at `path`, whose `.gitignore` rules are `rules`.
     fn read(&self, dir: &OwnedFd, path: &Path, rules: Option<&Ignores>, room: Room) -> Read {
         let admission = self.admission(path, rules);
-        // One past the room, to know that more exist.
-        let keep = room.entries.saturating_add(1);
-        let mut entries: Vec<(OsString, EntryKind)> = Vec::new();
-        // The weight of `entries` (`Room::weight`).
-        let mut held = 0usize;
+        // Only the first names that fit the room can be offered: a huge directory, or one of
+        // long names, is not held whole.
+        let mut entries = First::new(ByName { room });
         let mut more = false;
-        let by_name = |a: &(OsString, EntryKind), b: &(OsString, EntryKind)| {
-            path_order(Path::new(&a.0), Path::new(&b.0))
-        };
-        // Sorts, and keeps the first names that fit the room, and one more.
-        let trim = |entries: &mut Vec<(OsString, EntryKind)>| -> usize {
-            entries.sort_unstable_by(by_name);
-            let mut weight = 0usize;
-            let mut fit = 0;
-            while fit < entries.len().min(keep) && weight <= room.bytes {
-                weight += Room::weight(entries[fit].0.as_bytes());
-                fit += 1;
-            }
-            entries.truncate(fit);
-            weight
-        };
         // Unreadable: what was read is reported, the rest skipped.
         let _ = confined::for_each_entry(dir.as_fd(), |name, kind| {
             if self.cancelled() {
@@ -320,22 +303,52 @@ impl<'s> Walk<'_, 's> {
             if let Some(tally) = self.options.tally {
                 tally.add_one();
             }
-            held += Room::weight(name.as_bytes());
-            entries.push((name.to_os_string(), kind));
-            // Only the first names that fit the room can be offered: a huge directory, or one
-            // of long names, is not held whole.
-            if entries.len() >= keep.saturating_mul(2)
-                || held >= room.bytes.saturating_mul(2).max(1 << 20)
-            {
-                let before = entries.len();
-                held = trim(&mut entries);
-                more |= entries.len() < before;
-            }
+            entries.add(name.as_bytes(), kind, |_| more = true);
         });
-        let before = entries.len();
-        trim(&mut entries);
-        more |= entries.len() < before;
+        let entries = entries.finish(|_| more = true);
         Read { entries, more }
+    }
+}
+
+/// A directory's first names (byte order: a name has no `/`, so this is `path_order`) as many
+/// as `room` could take, and one more, to know that more exist.
+struct ByName {
+    room: Room,
+}
+
+impl ByName {
+    /// Past this weight, what is held is trimmed.
+    fn most(&self) -> usize {
+        self.room.bytes.saturating_add(self.room.bytes / 4).max(1 << 20)
+    }
+
+    fn keep(&self) -> usize {
+        self.room.entries.saturating_add(1)
+    }
+}
+
+impl first::Room for ByName {
+    type Key = EntryKind;
+
+    fn order(&self, a: (&EntryKind, &[u8]), b: (&EntryKind, &[u8])) -> std::cmp::Ordering {
+        a.1.cmp(b.1)
+    }
+
+    fn cost(&self, _: &EntryKind, name: &[u8]) -> usize {
+        Room::weight(name)
+    }
+
+    fn fits(&self, taken: usize, used: usize, _: usize) -> bool {
+        taken < self.keep() && used <= self.room.bytes
+    }
+
+    fn full(&self, held: usize, used: usize) -> bool {
+        held >= self.keep().saturating_mul(2) || used >= self.most()
+    }
+
+    fn most_held(&self) -> (usize, usize) {
+        let entries = self.keep().saturating_mul(2).min(self.most() / Room::ENTRY_BYTES);
+        (entries + 1, self.most() / 3 + 1024)
     }
 }
 
@@ -360,8 +373,8 @@ impl Offered<'_> {
         let depth = parent.map_or(1, |p| levels.nodes[p].depth() + 1);
         let first = index(levels.nodes.len());
         let mut children = Children { first, taken: 0, more: read.more };
-        for (name, kind) in read.entries {
-            let name = name.as_bytes();
+        for held in read.entries.held() {
+            let (name, kind) = (read.entries.name(held), held.key);
             let full = levels.nodes.len() >= NO_PARENT as usize - 1;
             if *self.stopped || full || !take(&Offer { name, depth }) {
                 *self.stopped = true;

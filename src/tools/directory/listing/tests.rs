@@ -1,0 +1,129 @@
+//! The listing holds only what fits, and shows what sorting every entry and cutting would.
+
+use super::{Listed, Listing};
+use crate::policy::confined::Kind;
+use crate::tools::directory::SortBy as Order;
+
+/// One entry: its name (bytes), kind, size and time.
+type Entry = (&'static [u8], Kind, Option<u64>, Option<i64>);
+
+/// What a listing shows: the names, in order, and how many were left out with their totals
+/// (count, files, dirs, links, bytes).
+fn listed(order: Order, room: usize, entries: &[Entry]) -> (Vec<String>, [u64; 5]) {
+    let mut listing = Listing::new(order, room);
+    for &(name, kind, size, modified) in entries {
+        listing.add(name, kind, size, modified);
+    }
+    let listing = listing.finish();
+    let names = listing.entries().map(|e| listing.name(e).into_owned()).collect();
+    let out = &listing.left_out;
+    let totals = [out.count as u64, out.files as u64, out.dirs as u64, out.links as u64, out.bytes];
+    (names, totals)
+}
+
+#[track_caller]
+fn check(order: Order, room: usize, entries: &[Entry], expect: &str, left_out: [u64; 5]) {
+    let (names, totals) = listed(order, room, entries);
+    assert_eq!(names.join(" "), expect);
+    assert_eq!(totals, left_out);
+}
+
+const F: Kind = Kind::File;
+const D: Kind = Kind::Dir;
+const L: Kind = Kind::Symlink;
+
+#[test]
+fn shows_the_first_entries_in_order_that_fit() {
+    // Each one-byte name costs 2 + 96 = 98; a room of 300 shows three.
+    let abcd: [Entry; 5] = [
+        (b"d", F, Some(4), Some(1)),
+        (b"b", D, None, Some(3)),
+        (b"e", F, Some(9), Some(2)),
+        (b"a", L, None, Some(3)),
+        (b"c", F, Some(1), Some(5)),
+    ];
+    check(Order::Name, 1000, &abcd, "a b c d e", [0; 5]);
+    check(Order::Name, 300, &abcd, "a b c", [2, 2, 0, 0, 13]);
+    check(Order::Name, 97, &abcd, "", [5, 3, 1, 1, 14]);
+    check(Order::Size, 1000, &abcd, "e d c a b", [0; 5]);
+    check(Order::Size, 300, &abcd, "e d c", [2, 0, 1, 1, 0]);
+    check(Order::Modified, 1000, &abcd, "c a b e d", [0; 5]);
+    check(Order::Modified, 196, &abcd, "c a", [3, 2, 1, 0, 13]);
+    // An entry gone before it was looked at has no time: last, in name order.
+    check(Order::Modified, 1000, &[(b"b", F, None, None), (b"a", F, None, None)], "a b", [0; 5]);
+    // Names that are not UTF-8 are shown lossily and sorted as shown, then by their bytes.
+    let lossy: [Entry; 3] =
+        [(b"\xff2", F, None, None), (b"\xfe1", F, None, None), (b"z", F, None, None)];
+    check(Order::Name, 1000, &lossy, "z \u{fffd}1 \u{fffd}2", [0; 5]);
+    let twins: [Entry; 2] = [(b"\xff", F, Some(2), None), (b"\xfe", F, Some(1), None)];
+    check(Order::Name, 1000, &twins, "\u{fffd} \u{fffd}", [0; 5]);
+    check(Order::Name, 110, &twins, "\u{fffd}", [1, 1, 0, 0, 2]);
+}
+
+/// A long name costs more: the entries shown are a prefix of the order, never one that fits
+/// after one that did not.
+#[test]
+fn stops_at_the_first_entry_that_does_not_fit() {
+    let long: &'static [u8] = &[b'b'; 100];
+    let entries: [Entry; 3] = [(b"c", F, None, None), (long, F, None, None), (b"a", F, None, None)];
+    check(Order::Name, 250, &entries, "a", [2, 2, 0, 0, 0]);
+}
+
+/// Thousands of entries in a scrambled order, through rooms small enough that the listing
+/// trims many times, against sorting them all and cutting once.
+#[test]
+fn trimming_as_it_reads_shows_what_sorting_all_would() {
+    let mut seed = 0x2545_f491_4f6c_dd1du64;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    let mut entries = Vec::new();
+    for i in 0..5000u64 {
+        let len = 1 + (next() % 40) as usize;
+        let name: Vec<u8> = std::iter::repeat_n(b'a' + (next() % 3) as u8, len)
+            .chain(format!("{i}").into_bytes())
+            .chain((next() % 7 == 0).then_some(0xff))
+            .collect();
+        let kind = [F, D, L][(next() % 3) as usize];
+        let size = (kind == F).then(|| next() % 50);
+        let modified = (next() % 5 != 0).then(|| (next() % 100) as i64);
+        entries.push((&*Vec::leak(name), kind, size, modified));
+    }
+    for order in [Order::Name, Order::Size, Order::Modified] {
+        for room in [0, 500, 10_000, 100_000, 1_000_000] {
+            let (names, left_out) = listed(order, room, &entries);
+            // Sort them all, then cut.
+            let mut all = Listing::new(order, usize::MAX / 4);
+            for &(name, kind, size, modified) in &entries {
+                all.add(name, kind, size, modified);
+            }
+            let all = all.finish();
+            let mut left = room;
+            let mut expect = Vec::new();
+            let mut totals = [0u64; 5];
+            for held in all.entries() {
+                let (entry, name) = (&held.key, all.name(held));
+                let cost = 2 * crate::reply_size::escaped_text_len(name.as_bytes()) + 96;
+                if totals[0] == 0 && cost <= left {
+                    left -= cost;
+                    expect.push(name.into_owned());
+                    continue;
+                }
+                totals[0] += 1;
+                totals[1 + [F, D, L].iter().position(|k| *k == entry.kind).expect("kind")] += 1;
+                totals[4] += entry.size().unwrap_or(0);
+            }
+            assert_eq!(names, expect, "{order:?} in {room}");
+            assert_eq!(left_out, totals, "{order:?} in {room}");
+        }
+    }
+}
+
+/// A listing may hold hundreds of thousands of entries.
+#[test]
+fn an_entry_is_small() {
+    assert_eq!(std::mem::size_of::<Listed>(), 24);
+}
