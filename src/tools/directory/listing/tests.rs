@@ -127,3 +127,44 @@ fn trimming_as_it_reads_shows_what_sorting_all_would() {
 fn an_entry_is_small() {
     assert_eq!(std::mem::size_of::<Listed>(), 24);
 }
+
+#[test]
+fn names_not_utf8_are_compared_and_costed_as_shown() {
+    use super::{cmp_shown, shown_parts, Reply};
+    use crate::reply_size::escaped_text_len;
+    use crate::walk::first::Room;
+    let names: [&[u8]; 15] = [
+        b"",
+        b"a",
+        b"\xff",
+        b"\xfe\xff",
+        b"x\xffy",
+        b"x\xef\xbf\xbdy",
+        b"\xe2\x82",
+        b"\xe2\x82x",
+        b"\xf0\x9f\x98",
+        b"\xf0\x9f\x98\x80\xff",
+        b"\x01\xff\"",
+        b"\xed\xa0\x80",
+        b"\xef\xbf\xbd",
+        b"\xef\xbf\xbd\xff",
+        b"a\xffb",
+    ];
+    let reply = Reply { order: Order::Name, room: 1 << 20 };
+    for a in names {
+        let lossy = String::from_utf8_lossy(a);
+        assert_eq!(shown_parts(a).collect::<Vec<_>>().concat(), lossy.as_bytes(), "{a:?}");
+        let key = |raw: &[u8]| {
+            let utf8 = std::str::from_utf8(raw).is_ok();
+            Listed { size: 0, modified: 0, kind: F, flags: if utf8 { super::UTF8 } else { 0 } }
+        };
+        let expect = 2 * escaped_text_len(lossy.as_bytes()) + 96;
+        assert_eq!(reply.cost(&key(a), a), expect, "{a:?}");
+        for b in names {
+            let expect = lossy.cmp(&String::from_utf8_lossy(b)).then_with(|| a.cmp(b));
+            assert_eq!(reply.order((&key(a), a), (&key(b), b)), expect, "{a:?} {b:?}");
+            let shown = lossy.as_bytes().cmp(String::from_utf8_lossy(b).as_bytes());
+            assert_eq!(cmp_shown(a, b), shown, "{a:?} {b:?}");
+        }
+    }
+}
