@@ -125,11 +125,6 @@ impl<R: Room> First<R> {
         &self.names[held.span()]
     }
 
-    /// The bytes of the names held.
-    pub fn name_bytes(&self) -> usize {
-        self.names.len()
-    }
-
     /// Sorts what is held and keeps the first entries that fit; the first one that does not
     /// becomes the cut, and it and the rest are left out. The names kept move down to the
     /// front of the buffer.

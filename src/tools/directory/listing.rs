@@ -223,9 +223,13 @@ impl Listing {
         self.first.held().len()
     }
 
-    /// The bytes of the names held: after `finish`, of the entries shown.
-    pub fn name_bytes(&self) -> usize {
-        self.first.name_bytes()
+    /// The bytes of the names held as shown, as text and escaped inside JSON strings: after
+    /// `finish`, of the entries shown.
+    pub fn shown_bytes(&self) -> (usize, usize) {
+        self.entries().fold((0, 0), |(text, json), held| {
+            let name = self.name(held);
+            (text + name.len(), json + escaped_text_len(name.as_bytes()))
+        })
     }
 
     /// The name as shown: lossily converted when it is not UTF-8.
