@@ -33,7 +33,7 @@
 //! - Case-insensitive matching uses Unicode simple case folding, not JS's non-unicode
 //!   `Canonicalize` (which upper-cases and never maps non-ASCII to ASCII): with `i`, `k` also
 //!   matches U+212A KELVIN SIGN, `s` U+017F LONG S, `ß` U+1E9E, `å` U+212B, `ω` U+2126; `\w`
-//!   and `\b` pick up the first two as well.
+//!   picks up the first two as well (`\b` and `\B` stay ASCII, as in JS).
 //! - Backreferences compare case-sensitively even with `i` (fancy-regex limitation).
 //! - Lookbehind needs a fixed length per top-level alternative (`(?<=a|bc)` works, `(?<=a+)` is
 //!   an error), and may not contain backreferences.
@@ -92,12 +92,14 @@ const ANY_CHAR: &str = r"[\x{0}-\x{10FFFF}]";
 /// `[]`: no character (also stands in for lone surrogates, which no Rust string contains).
 const NO_CHAR: &str = r"[^\x{0}-\x{10FFFF}]";
 /// `\b`: JS word characters are ASCII only, unlike the regex crate's Unicode `\b`, and
-/// fancy-regex rejects `(?-u:\b)`, so spell out both sides.
+/// fancy-regex rejects `(?-u:\b)`, so spell out both sides. Case-sensitive even under `i` (as
+/// in JS, and as `FastRegex`'s `(?-u:\b)`): folded, `[0-9A-Z_a-z]` would take U+017F LONG S and
+/// U+212A KELVIN SIGN as word characters.
 const WORD_BOUNDARY: &str =
-    r"(?:(?<=[0-9A-Z_a-z])(?![0-9A-Z_a-z])|(?<![0-9A-Z_a-z])(?=[0-9A-Z_a-z]))";
+    r"(?-i:(?<=[0-9A-Z_a-z])(?![0-9A-Z_a-z])|(?<![0-9A-Z_a-z])(?=[0-9A-Z_a-z]))";
 /// `\B`: both sides word characters or both sides not.
 const NOT_WORD_BOUNDARY: &str =
-    r"(?:(?<=[0-9A-Z_a-z])(?=[0-9A-Z_a-z])|(?<![0-9A-Z_a-z])(?![0-9A-Z_a-z]))";
+    r"(?-i:(?<=[0-9A-Z_a-z])(?=[0-9A-Z_a-z])|(?<![0-9A-Z_a-z])(?![0-9A-Z_a-z]))";
 
 /// A JavaScript regular expression compiled for fancy-regex.
 #[derive(Debug, Clone)]

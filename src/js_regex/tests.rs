@@ -329,6 +329,10 @@ const ROWS: &[(&str, &str, &str)] = &[
     ("é", "i", "É é"),
     ("σ", "i", "ςΣσ"),
     (r"\w+", "i", "FooBar"),
+    // `\b` and `\B` stay ASCII under `i`: LONG S and KELVIN SIGN are not word characters.
+    (r"\b", "i", "\u{17F}?"),
+    (r"\b", "i", "a\u{17F} \u{212A}k"),
+    (r"\B", "i", "\u{17F}s\u{212A}"),
     ("^foo", "i", "FOO\r\nfoo"),
     ("[^a]", "i", "aAb"),
     // Errors (both sides must reject the pattern).
@@ -616,8 +620,12 @@ fn fast_twin_finds_the_lines_the_exact_engine_finds() {
         "a*", "b+", "?", "(?:a|)", "x", "\n", "[\\s\\S]", "(a)", "A", "_", " ",
     ];
     // `\r` and U+2028 too: a pattern without `^`/`$` must agree on any text.
-    const SUBJECT: &[&str] =
-        &["a", "b", "é", "\n", " ", "A", "_", "1", "x", "ab\n", "\u{a0}", "\r", "\u{2028}"];
+    // LONG S and KELVIN SIGN fold to ASCII letters: a case-insensitive `\b` must not take them
+    // as word characters in one engine and not the other (a fuzz find).
+    const SUBJECT: &[&str] = &[
+        "a", "b", "é", "\n", " ", "A", "_", "1", "x", "ab\n", "\u{a0}", "\r", "\u{2028}",
+        "\u{17F}", "\u{212A}",
+    ];
     for i in 0..1_500 {
         let pattern: String = (0..1 + next(6)).map(|_| TOKENS[next(TOKENS.len())]).collect();
         let text: String = (0..next(30)).map(|_| SUBJECT[next(SUBJECT.len())]).collect();
