@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 
 use crate::error;
 use crate::policy::Policy;
-use crate::progress::{Cancel, Progress};
+use crate::progress::{Cancel, InPlace, Progress};
 use crate::protocol::dispatch::{self, ToolReply};
 use crate::protocol::jsonrpc::{self, RpcError};
 use crate::protocol::revision::LATEST_LEGACY;
@@ -83,7 +83,14 @@ pub struct Request {
 pub fn call(policy: &Policy, settings: &Settings, cancel: &Cancel, request: Request) -> Answer {
     let Request { tool, args, json } = request;
     let params = json!({"name": tool, "arguments": args});
-    let outcome = dispatch::call_tool(policy, settings, cancel, &Progress::default(), params);
+    let outcome = dispatch::call_tool(
+        policy,
+        settings,
+        cancel,
+        &Progress::default(),
+        &InPlace::default(),
+        params,
+    );
     let reply = match outcome {
         Ok(reply) => reply,
         Err(error) => {

@@ -1,7 +1,7 @@
-//! A running call's link to its client: the client's cancellation (`Cancel`) and the progress
-//! reports sent back (`Progress`, and `Tally` for work counted on several threads). A leaf
-//! module, so that the walk and the tools below the protocol can take them without importing
-//! from the tools or the protocol.
+//! A running call's link to its client and its server: the client's cancellation (`Cancel`),
+//! the progress reports sent back (`Progress`, and `Tally` for work counted on several threads),
+//! and the word that its change is in place (`InPlace`). A leaf module, so that the walk and the
+//! tools below the protocol can take them without importing from the tools or the protocol.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
@@ -101,6 +101,28 @@ impl<'a> Tally<'a> {
         let done = self.done.fetch_add(1, Ordering::Relaxed) + 1;
         if done % Self::STRIDE == 0 {
             self.progress.report(done, None, || (self.message)(done));
+        }
+    }
+}
+
+/// Said by a call that changes one file once the change is in place (renamed over the file)
+/// and before it is made durable (the directory's fsync): the calls behind it on the same file
+/// (`protocol::turns`) may go, and their fsyncs run beside its own, which the disk's journal
+/// commits together. Its reply still waits for its own fsyncs. Pipelined writes of one file
+/// went one fsync pair at a time: 4,300-6,300 requests/s in the mixed load against
+/// 10,000-21,000 for writes of distinct files. A no-op for a call that takes no turn; saying
+/// it twice is saying it once.
+#[derive(Default)]
+pub struct InPlace(Option<Box<dyn Fn() + Send + Sync>>);
+
+impl InPlace {
+    pub fn new(said: impl Fn() + Send + Sync + 'static) -> InPlace {
+        InPlace(Some(Box::new(said)))
+    }
+
+    pub fn say(&self) {
+        if let Some(said) = &self.0 {
+            said();
         }
     }
 }

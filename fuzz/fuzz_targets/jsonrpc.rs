@@ -15,7 +15,7 @@ use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
 use replay::fuzz::policy::Policy;
-use replay::fuzz::progress::{Cancel, Progress};
+use replay::fuzz::progress::{Cancel, InPlace, Progress};
 use replay::fuzz::protocol::dispatch::call_tool;
 use replay::fuzz::protocol::jsonrpc::{self, Element, Id, Incoming, Message};
 use replay::fuzz::protocol::reply::{self, Budget};
@@ -110,7 +110,14 @@ fn tools_call(id: &Id, params: Value) -> String {
         _ => false,
     };
     let (policy, settings) = nothing_allowed();
-    let reply = call_tool(policy, settings, &Cancel::default(), &Progress::default(), params);
+    let reply = call_tool(
+        policy,
+        settings,
+        &Cancel::default(),
+        &Progress::default(),
+        &InPlace::default(),
+        params,
+    );
     match reply {
         Ok(reply) => reply::tool_line(id, reply, LATEST_LEGACY, &Budget::default()),
         Err(error) => {

@@ -30,9 +30,12 @@ pub const TEMP_PREFIX: &str = ".replay-tmp.";
 /// allowed, its owner. The temp file is created, and renamed over the entry, in the slot's
 /// directory handle: no path is looked up again.
 ///
+/// `in_place` runs once the new content is renamed over the entry, before the directory's
+/// fsync makes that durable (`progress::InPlace`); not at all if the write fails.
+///
 /// The first time this process writes into a directory, it first removes the temp files that
 /// killed servers left there (see `sweep_stale_temps`).
-pub fn atomic_write(slot: &Slot, bytes: &[u8]) -> io::Result<()> {
+pub fn atomic_write(slot: &Slot, bytes: &[u8], in_place: impl FnOnce()) -> io::Result<()> {
     let existing = match slot.stat()? {
         Some(stat) => match stat.kind() {
             Kind::Dir => return Err(io::Error::from(io::ErrorKind::IsADirectory)),
@@ -67,6 +70,7 @@ pub fn atomic_write(slot: &Slot, bytes: &[u8]) -> io::Result<()> {
         let _ = unlinkat(dir, tmp_name.as_str(), UnlinkatFlags::NoRemoveDir);
     }
     result?;
+    in_place();
     // Make the rename itself durable (a bare `O_PATH` handle cannot be synced: best effort).
     let _ = nix::unistd::fsync(dir);
     Ok(())

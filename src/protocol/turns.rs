@@ -117,6 +117,13 @@ impl Turn {
         self.seq
     }
 
+    /// Ends the turn when called, before the turn itself is dropped: the writers behind it may
+    /// go (`progress::InPlace`). Ending it again, or dropping it after, changes nothing.
+    pub fn ender(&self) -> impl Fn() + Send + Sync + 'static {
+        let (turns, seq) = (Arc::clone(&self.turns), self.seq);
+        move || lock(&turns.0).release(seq)
+    }
+
     /// Whether the turn comes at once: no writer ahead.
     pub fn is_free(&self) -> bool {
         self.ahead.is_empty()

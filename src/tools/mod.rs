@@ -22,7 +22,7 @@ use serde_json::Value;
 
 use crate::error::ToolError;
 use crate::policy::{Policy, ResolvedPath};
-use crate::progress::{Cancel, Progress};
+use crate::progress::{Cancel, InPlace, Progress};
 
 /// What a tool call can see of the server.
 pub struct Ctx<'a> {
@@ -30,6 +30,9 @@ pub struct Ctx<'a> {
     pub settings: &'a Settings,
     pub cancel: &'a Cancel,
     pub progress: &'a Progress,
+    /// Said by write_file and edit_file once their one file is rewritten, before the fsync
+    /// that makes it durable.
+    pub in_place: &'a InPlace,
 }
 
 /// The server's configuration as the tools need it: fixed at start-up, but for the sandbox
@@ -172,15 +175,19 @@ mod tests {
         let settings = Settings::default();
         let cancel = Cancel::default();
         let progress = Progress::default();
+        let in_place = InPlace::default();
+        let ctx = Ctx {
+            policy: &policy,
+            settings: &settings,
+            cancel: &cancel,
+            progress: &progress,
+            in_place: &in_place,
+        };
         for (name, _) in crate::schema::FILES {
-            let ctx =
-                Ctx { policy: &policy, settings: &settings, cancel: &cancel, progress: &progress };
             if let Err(e) = call(name, &ctx, serde_json::json!({})) {
                 assert!(!e.to_string().contains("names no tool"), "{name}: {e}");
             }
         }
-        let ctx =
-            Ctx { policy: &policy, settings: &settings, cancel: &cancel, progress: &progress };
         let err = call("no_such_tool", &ctx, serde_json::json!({})).unwrap_err();
         assert!(err.to_string().contains("names no tool"));
     }

@@ -33,7 +33,7 @@ pub fn write_file(ctx: &Ctx, args: WriteFileArgs) -> Result<Output, ToolError> {
         append(&slot, args.content.as_bytes(), &resolved.shown)?;
         return Ok(Output::text(format!("Successfully appended to {}", resolved.shown.display())));
     }
-    atomic_write(&slot, args.content.as_bytes())
+    atomic_write(&slot, args.content.as_bytes(), || ctx.in_place.say())
         .map_err(|e| ToolError::io("write", &resolved.shown, e))?;
     Ok(Output::text(format!("Successfully wrote {}", resolved.shown.display())))
 }

@@ -140,6 +140,50 @@ fn r13_pipelined_changes_of_one_file_apply_in_order_under_any_spelling() {
     assert_eq!(env.read_string("root/sub/g.txt"), format!("z\n{padding}"));
 }
 
+/// A write ends its turn once its file is in place, before the fsync that makes it durable,
+/// so that the next write of the file runs beside that fsync (`progress::InPlace`): never
+/// before the rename. Each edit here needs the text the write just before it put there, and
+/// each write replaces what the edit before it made; pipelined, every one succeeds, in order.
+#[test]
+fn pipelined_writes_and_edits_of_one_file_each_see_the_change_before_them() {
+    let env = TestEnv::new(&[], &[("root/f.txt", "start\n")]);
+    let mut server = Server::start(&env);
+    const ROUNDS: usize = 40;
+    for k in 0..ROUNDS {
+        // A few hundred kilobytes, so that a write takes long enough to be overtaken.
+        let content = format!("w{k}\n{}", "p".repeat(256 << 10));
+        let path = env.p("root/f.txt");
+        send_call(
+            &mut server,
+            &format!("w{k}"),
+            "write_file",
+            json!({"path": path, "content": content}),
+        );
+        let edits = json!([{"oldText": format!("w{k}\n"), "newText": format!("e{k}\n")}]);
+        send_call(
+            &mut server,
+            &format!("e{k}"),
+            "edit_file",
+            json!({"path": path, "edits": edits}),
+        );
+    }
+    // An edit that ran before its write would fail to find its text.
+    let mut ids: Vec<String> = (0..2 * ROUNDS)
+        .map(|_| {
+            let line = server.next_line_within(Duration::from_secs(120));
+            let reply: Value = serde_json::from_str(&line).expect("checked");
+            assert!(reply.get("error").is_none(), "{line:.300}");
+            assert_ne!(reply["result"]["isError"], json!(true), "{line:.300}");
+            reply["id"].as_str().expect("a string id").to_owned()
+        })
+        .collect();
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), 2 * ROUNDS);
+    let last = env.read_string("root/f.txt");
+    assert!(last.starts_with(&format!("e{}\n", ROUNDS - 1)), "{:.20}", last);
+}
+
 /// Whether some thread of `pid` is running.
 #[cfg(target_os = "linux")]
 fn busy(pid: u32) -> bool {

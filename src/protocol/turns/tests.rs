@@ -46,6 +46,25 @@ fn a_released_turn_is_waited_for_no_more() {
 }
 
 #[test]
+fn an_ended_turn_is_waited_for_no_more_while_still_held() {
+    let turns = Arc::new(Turns::default());
+    let key = || vec![PathBuf::from("/r/f")];
+    let first = turns.take(key());
+    let second = turns.take(key());
+    assert_eq!(second.ahead, [first.seq()]);
+    let end = first.ender();
+    end();
+    // The change is in place: a writer arriving now waits for the second only.
+    assert_eq!(turns.take(key()).ahead, [second.seq()]);
+    // Ending it again, or dropping it, releases nothing else.
+    end();
+    drop(first);
+    assert_eq!(turns.take(key()).ahead, [second.seq()]);
+    drop(second);
+    assert!(turns.take(key()).is_free());
+}
+
+#[test]
 fn a_cancelled_running_writer_lets_the_next_go_at_once() {
     let turns = Arc::new(Turns::default());
     let key = || vec![PathBuf::from("/r/f")];
