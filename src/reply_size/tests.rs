@@ -47,6 +47,27 @@ fn json_lengths() {
     }
 }
 
+/// (value, the least and the most it takes): the exact length lies between, reached at the
+/// least by strings that escape nothing, at the most by strings of control bytes.
+#[test]
+fn json_length_ranges() {
+    let check = |value: serde_json::Value, expect: (usize, usize)| {
+        let (least, most) = json_len_range(&value);
+        assert_eq!((least, most), expect, "{value}");
+        assert!((least..=most).contains(&json_len(&value)), "{value}");
+    };
+    check(json!(null), (4, 4));
+    check(json!(-12.5), (5, 5));
+    check(json!(""), (2, 2));
+    check(json!("abc"), (5, 20));
+    check(json!("\u{1}\u{1f}"), (4, 14));
+    check(json!("\u{1}\u{1f}\u{1}"), (5, 20));
+    check(json!([]), (2, 2));
+    check(json!([1, "ab"]), (8, 18));
+    check(json!({"k": "v"}), (9, 19));
+    check(json!({"content": [{"type": "text", "text": "x\n\"y\""}], "isError": true}), (59, 214));
+}
+
 #[test]
 fn base64_lengths() {
     assert_eq!(base64_len(0), 0);

@@ -250,12 +250,13 @@ fn read_one_of_many(ctx: &Ctx, path: &str, room: usize, head: usize) -> Result<S
 
 /// Whether `bytes` would be read as text (without copying them): see [`text_of`].
 fn text_like(bytes: &[u8]) -> bool {
-    !bytes.contains(&0) && std::str::from_utf8(bytes).is_ok()
+    memchr::memchr(0, bytes).is_none() && std::str::from_utf8(bytes).is_ok()
 }
 
-/// Text is valid UTF-8 without NUL bytes; anything else is binary and handed back.
+/// Text is valid UTF-8 without NUL bytes; anything else is binary and handed back. (memchr's
+/// vector search for the NUL: `<[u8]>::contains` took a sixteenth of a 5 MiB read's time.)
 fn text_of(bytes: Vec<u8>) -> Result<String, Vec<u8>> {
-    if bytes.contains(&0) {
+    if memchr::memchr(0, &bytes).is_some() {
         return Err(bytes);
     }
     String::from_utf8(bytes).map_err(|e| e.into_bytes())
