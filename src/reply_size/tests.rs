@@ -167,3 +167,21 @@ fn escaped_text_len_counts_every_byte_value_across_blocks() {
     assert_eq!(escaped_text_len(&[1; 1000]), 6000);
     assert_eq!(escaped_text_len(&[b'\n'; 1000]), 2000);
 }
+
+/// A name's bytes as shown (`String::from_utf8_lossy`), escaped.
+#[test]
+fn shown_lengths() {
+    for raw in [
+        &b""[..],
+        b"abc",
+        b"\xff",
+        b"\xff\xfe",
+        b"a\xe2\x82",
+        b"\xe2\x82a\"",
+        b"\x01\xf0\x9f\x98\x80\xf0\x9f",
+        &[0x80; 255],
+    ] {
+        let shown = String::from_utf8_lossy(raw);
+        assert_eq!(shown_escaped_len(raw), escaped_text_len(shown.as_bytes()), "{raw:?}");
+    }
+}

@@ -15,14 +15,16 @@ use crate::fs::atomic::TEMP_PREFIX;
 use crate::policy::confined::{self, Kind};
 use crate::policy::ResolvedPath;
 use crate::progress::Tally;
-use crate::reply_size::{escaped_len, escaped_text_len, push_json_string, Budget, REPLY_NAME};
+use crate::reply_size::{
+    escaped_len, escaped_text_len, push_json_string, shown_escaped_len, Budget, REPLY_NAME,
+};
 use crate::tools::format::iso8601_utc;
 use crate::tools::{Content, Ctx, Output, Structured};
 use crate::walk::{self, levels, EntryKind, Exclude, WalkOptions};
 
 mod listing;
 
-use listing::Listing;
+use listing::{Listed, Listing};
 
 #[derive(Deserialize)]
 pub struct PathArgs {
@@ -140,42 +142,12 @@ pub fn list_directory(ctx: &Ctx, args: ListArgs) -> Result<Output, ToolError> {
     let mut data: Vec<u8> =
         Vec::with_capacity(escaped + 48 * fit + 2 * details + escaped_len(&path) + 64);
     data.extend_from_slice(b"{\"entries\":[");
+    let shown = Shown { sizes: show_sizes, times: show_times };
     for (i, held) in listing.entries().enumerate() {
-        let entry = &held.key;
-        let name = listing.name(held);
-        let (tag, kind) = match entry.kind {
-            Kind::File | Kind::Other => ("[FILE] ", "file"),
-            Kind::Dir => ("[DIR]  ", "directory"),
-            Kind::Symlink => ("[LINK] ", "symlink"),
-        };
-        text.push_str(tag);
-        text.push_str(&name);
-        let size = entry.size().filter(|_| show_sizes).map(format_size);
-        let time = entry.modified().filter(|_| show_times).map(iso8601_utc);
-        match (size, time) {
-            (Some(size), Some(time)) => text.push_str(&format!(" ({size}, {time})")),
-            (Some(detail), None) | (None, Some(detail)) => text.push_str(&format!(" ({detail})")),
-            (None, None) => {}
-        }
-        text.push('\n');
-        // Keys in serde_json's order (sorted), as the listing's `Value`s were written.
         if i > 0 {
             data.push(b',');
         }
-        data.push(b'{');
-        if let Some(modified) = entry.modified() {
-            data.extend_from_slice(b"\"modified\":");
-            push_json_string(&mut data, &iso8601_utc(modified));
-            data.push(b',');
-        }
-        data.extend_from_slice(b"\"name\":");
-        push_json_string(&mut data, &name);
-        if let Some(size) = entry.size() {
-            data.extend_from_slice(format!(",\"size\":{size}").as_bytes());
-        }
-        data.extend_from_slice(b",\"type\":\"");
-        data.extend_from_slice(kind.as_bytes());
-        data.extend_from_slice(b"\"}");
+        write_entry(&mut text, &mut data, &held.key, &listing.name(held), shown);
     }
     data.extend_from_slice(b"],\"path\":");
     push_json_string(&mut data, &path);
@@ -197,6 +169,48 @@ pub fn list_directory(ctx: &Ctx, args: ListArgs) -> Result<Output, ToolError> {
     Ok(Output { structured: Some(Structured::Json(data)), ..Output::text(text) })
 }
 
+/// What a listing's text shows of each entry besides its name.
+#[derive(Clone, Copy)]
+struct Shown {
+    sizes: bool,
+    times: bool,
+}
+
+/// One entry of a listing: its line of the text, and its object of the structured content
+/// (what `Listing` costs it at, at most).
+fn write_entry(text: &mut String, data: &mut Vec<u8>, entry: &Listed, name: &str, shown: Shown) {
+    let (tag, kind) = match entry.kind {
+        Kind::File | Kind::Other => ("[FILE] ", "file"),
+        Kind::Dir => ("[DIR]  ", "directory"),
+        Kind::Symlink => ("[LINK] ", "symlink"),
+    };
+    text.push_str(tag);
+    text.push_str(name);
+    let size = entry.size().filter(|_| shown.sizes).map(format_size);
+    let time = entry.modified().filter(|_| shown.times).map(iso8601_utc);
+    match (size, time) {
+        (Some(size), Some(time)) => text.push_str(&format!(" ({size}, {time})")),
+        (Some(detail), None) | (None, Some(detail)) => text.push_str(&format!(" ({detail})")),
+        (None, None) => {}
+    }
+    text.push('\n');
+    // Keys in serde_json's order (sorted), as the listing's `Value`s were written.
+    data.push(b'{');
+    if let Some(modified) = entry.modified() {
+        data.extend_from_slice(b"\"modified\":");
+        push_json_string(data, &iso8601_utc(modified));
+        data.push(b',');
+    }
+    data.extend_from_slice(b"\"name\":");
+    push_json_string(data, name);
+    if let Some(size) = entry.size() {
+        data.extend_from_slice(format!(",\"size\":{size}").as_bytes());
+    }
+    data.extend_from_slice(b",\"type\":\"");
+    data.extend_from_slice(kind.as_bytes());
+    data.extend_from_slice(b"\"}");
+}
+
 /// The summary under a listing with sizes, after the official server's
 /// list_directory_with_sizes: a blank line, `Total: N files, M directories` (here with
 /// `, K symlinks` when there are any, and singulars where they belong) and
@@ -214,7 +228,7 @@ fn totals(listing: &Listing) -> String {
     if links > 0 {
         total.push_str(&format!(", {}", noun(links, "symlink", "symlinks")));
     }
-    let bytes: u64 = listing.entries().filter_map(|e| e.key.size()).sum::<u64>() + out.bytes;
+    let bytes = listing.entries().filter_map(|e| e.key.size()).fold(out.bytes, u64::saturating_add);
     format!("\nTotal: {total}\nCombined size: {}", format_size(bytes))
 }
 
@@ -396,7 +410,8 @@ impl Keep {
     }
 
     fn cost(&self, offer: &levels::Offer<'_>) -> usize {
-        let name = escaped_text_len(offer.name);
+        // As shown: a name not UTF-8 is shown lossily, each invalid sequence as U+FFFD.
+        let name = shown_escaped_len(offer.name);
         // `{"name":"…","type":"directory","children":[…]},`, quotes doubled in the text.
         let json = name + 48;
         if self.text_format {

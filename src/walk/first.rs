@@ -121,6 +121,11 @@ impl<R: Room> First<R> {
         &self.held
     }
 
+    #[cfg(test)]
+    pub fn room(&self) -> &R {
+        &self.room
+    }
+
     pub fn name(&self, held: &Held<R::Key>) -> &[u8] {
         &self.names[held.span()]
     }

@@ -444,3 +444,38 @@ fn r16_a_directory_of_long_names_costs_what_its_replies_show() {
     // Before, 106 MB.
     assert!(peak < 80 << 20, "tree: peak RSS {} MiB", peak >> 20);
 }
+
+/// directory_tree costs a name as it is shown: a byte that is not UTF-8 is shown as U+FFFD,
+/// three bytes. Costed by their raw bytes, 30,000 names of 255 such bytes took the reply to
+/// 44 MB, refused whole by the line's 32 MiB cap (no tree at all), and with `maxEntries: 19000`
+/// to 30 MB, past the tool's 24 MiB bound. (A reviewer's find.)
+#[cfg(target_os = "linux")]
+#[test]
+fn r16_a_tree_of_names_not_utf8_stays_within_its_bound() {
+    use std::os::unix::ffi::OsStrExt;
+    let env = TestEnv::new(&["root/d"], &[]);
+    let dir = env.path("root/d");
+    for i in 0..30_000u32 {
+        // Lone continuation bytes (0x80..=0xBF): each one is shown as U+FFFD.
+        let name: Vec<u8> = (0..255u32)
+            .map(|k| 0x80 + ((i.wrapping_mul(2_654_435_761).rotate_left(k % 32) ^ k) % 64) as u8)
+            .collect();
+        let name: Vec<u8> = [0u32, 6, 12]
+            .iter()
+            .map(|s| 0x80 + ((i >> s) & 63) as u8)
+            .chain(name[3..].iter().copied())
+            .collect();
+        fs::write(dir.join(std::ffi::OsStr::from_bytes(&name)), b"").expect("write");
+    }
+    let mut server = Server::start(&env);
+    for format in ["json", "text"] {
+        let args = json!({"path": env.p("root"), "format": format});
+        let response = slow_call(&mut server, "directory_tree", args);
+        assert!(response.value.get("error").is_none(), "{format}: {:.400}", response.line);
+        let text = response.result()["content"][0]["text"].as_str().unwrap_or_default();
+        assert!(text.contains("truncated"), "{format}: {text:.300}");
+    }
+    let args = json!({"path": env.p("root"), "maxEntries": 19_000});
+    let response = slow_call(&mut server, "directory_tree", args);
+    assert!(response.line.len() <= 25 << 20, "a reply of {} bytes", response.line.len());
+}

@@ -34,7 +34,7 @@ const L: Kind = Kind::Symlink;
 
 #[test]
 fn shows_the_first_entries_in_order_that_fit() {
-    // Each one-byte name costs 2 + 96 = 98; a room of 300 shows three.
+    // A one-byte name costs 2 + 48, a size 48 more, a time 96: a, b 146, the others 194.
     let abcd: [Entry; 5] = [
         (b"d", F, Some(4), Some(1)),
         (b"b", D, None, Some(3)),
@@ -43,12 +43,12 @@ fn shows_the_first_entries_in_order_that_fit() {
         (b"c", F, Some(1), Some(5)),
     ];
     check(Order::Name, 1000, &abcd, "a b c d e", [0; 5]);
-    check(Order::Name, 300, &abcd, "a b c", [2, 2, 0, 0, 13]);
-    check(Order::Name, 97, &abcd, "", [5, 3, 1, 1, 14]);
+    check(Order::Name, 600, &abcd, "a b c", [2, 2, 0, 0, 13]);
+    check(Order::Name, 145, &abcd, "", [5, 3, 1, 1, 14]);
     check(Order::Size, 1000, &abcd, "e d c a b", [0; 5]);
-    check(Order::Size, 300, &abcd, "e d c", [2, 0, 1, 1, 0]);
+    check(Order::Size, 600, &abcd, "e d c", [2, 0, 1, 1, 0]);
     check(Order::Modified, 1000, &abcd, "c a b e d", [0; 5]);
-    check(Order::Modified, 196, &abcd, "c a", [3, 2, 1, 0, 13]);
+    check(Order::Modified, 400, &abcd, "c a", [3, 2, 1, 0, 13]);
     // An entry gone before it was looked at has no time: last, in name order.
     check(Order::Modified, 1000, &[(b"b", F, None, None), (b"a", F, None, None)], "a b", [0; 5]);
     // Names that are not UTF-8 are shown lossily and sorted as shown, then by their bytes.
@@ -106,7 +106,9 @@ fn trimming_as_it_reads_shows_what_sorting_all_would() {
             let mut totals = [0u64; 5];
             for held in all.entries() {
                 let (entry, name) = (&held.key, all.name(held));
-                let cost = 2 * crate::reply_size::escaped_text_len(name.as_bytes()) + 96;
+                let details = 48 * usize::from(entry.size().is_some())
+                    + 96 * usize::from(entry.modified().is_some());
+                let cost = 2 * crate::reply_size::escaped_text_len(name.as_bytes()) + 48 + details;
                 if totals[0] == 0 && cost <= left {
                     left -= cost;
                     expect.push(name.into_owned());
@@ -158,7 +160,7 @@ fn names_not_utf8_are_compared_and_costed_as_shown() {
             let utf8 = std::str::from_utf8(raw).is_ok();
             Listed { size: 0, modified: 0, kind: F, flags: if utf8 { super::UTF8 } else { 0 } }
         };
-        let expect = 2 * escaped_text_len(lossy.as_bytes()) + 96;
+        let expect = 2 * escaped_text_len(lossy.as_bytes()) + 48;
         assert_eq!(reply.cost(&key(a), a), expect, "{a:?}");
         for b in names {
             let expect = lossy.cmp(&String::from_utf8_lossy(b)).then_with(|| a.cmp(b));
@@ -167,4 +169,18 @@ fn names_not_utf8_are_compared_and_costed_as_shown() {
             assert_eq!(cmp_shown(a, b), shown, "{a:?} {b:?}");
         }
     }
+}
+
+/// Sparse files can claim sizes that together pass `u64`: the sum saturates (it overflowed:
+/// four of 9e18 bytes).
+#[test]
+fn sizes_left_out_add_up_without_overflow() {
+    let huge = Some(9_000_000_000_000_000_000);
+    let entries: [Entry; 4] = [
+        (b"a", F, huge, None),
+        (b"b", F, huge, None),
+        (b"c", F, huge, None),
+        (b"d", F, huge, None),
+    ];
+    check(Order::Name, 0, &entries, "", [4, 4, 0, 0, u64::MAX]);
 }
