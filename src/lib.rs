@@ -43,7 +43,7 @@ pub mod fuzz {
         pub use crate::policy::{Access, AllowedRoot, Denied, DenyReason, Policy, ResolvedPath};
     }
     pub mod progress {
-        pub use crate::progress::{Cancel, InPlace, Progress};
+        pub use crate::progress::{Cancel, Progress, WriteTurn};
     }
     pub mod protocol {
         pub mod dispatch {

@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 
 use crate::error;
 use crate::policy::Policy;
-use crate::progress::{Cancel, InPlace, Progress};
+use crate::progress::{Cancel, Progress, WriteTurn};
 use crate::protocol::dispatch::{self, ToolReply};
 use crate::protocol::jsonrpc::{self, RpcError};
 use crate::protocol::revision::LATEST_LEGACY;
@@ -88,7 +88,7 @@ pub fn call(policy: &Policy, settings: &Settings, cancel: &Cancel, request: Requ
         settings,
         cancel,
         &Progress::default(),
-        &InPlace::default(),
+        &WriteTurn::default(),
         params,
     );
     let reply = match outcome {

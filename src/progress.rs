@@ -1,6 +1,6 @@
 //! A running call's link to its client and its server: the client's cancellation (`Cancel`),
 //! the progress reports sent back (`Progress`, and `Tally` for work counted on several threads),
-//! and the word that its change is in place (`InPlace`). A leaf module, so that the walk and the
+//! and its write turn's gate (`WriteTurn`). A leaf module, so that the walk and the
 //! tools below the protocol can take them without importing from the tools or the protocol.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -105,24 +105,42 @@ impl<'a> Tally<'a> {
     }
 }
 
-/// Said by a call that changes one file once the change is in place (renamed over the file)
-/// and before it is made durable (the directory's fsync): the calls behind it on the same file
-/// (`protocol::turns`) may go, and their fsyncs run beside its own, which the disk's journal
-/// commits together. Its reply still waits for its own fsyncs. Pipelined writes of one file
-/// went one fsync pair at a time: 4,300-6,300 requests/s in the mixed load against
-/// 10,000-21,000 for writes of distinct files. A no-op for a call that takes no turn; saying
-/// it twice is saying it once.
+/// A file-changing call's link to its write turn (`protocol::turns`), for the moment its
+/// change becomes visible: a rename over the target.
+///
+/// `begin` comes just before it: false when a cancel already gave the turn up, and the writer
+/// behind may have gone, so the change must not be made (a cancelled write_file renamed after
+/// the write behind it, whose reply had said it was done, and undid it). Once it said true, a
+/// cancel no longer gives the turn up until `made`: the rename follows at once.
+///
+/// `made(true)` comes after a one-file writer's rename, before the directory's fsync, and ends
+/// its turn: the calls behind it may go, and their fsyncs run beside its own, which the disk's
+/// journal commits together; its reply still waits for its own. (Pipelined writes of one file
+/// went one fsync pair at a time.) `made(false)` keeps the turn (edit_files, with files to go,
+/// or a rename that failed), and a cancel may give it up again.
+///
+/// For a call that takes no turn, `begin` is true and `made` does nothing.
 #[derive(Default)]
-pub struct InPlace(Option<Box<dyn Fn() + Send + Sync>>);
+pub struct WriteTurn(Option<Box<dyn TurnLink>>);
 
-impl InPlace {
-    pub fn new(said: impl Fn() + Send + Sync + 'static) -> InPlace {
-        InPlace(Some(Box::new(said)))
+/// What a turn does for `WriteTurn`.
+pub trait TurnLink: Send + Sync {
+    fn begin(&self) -> bool;
+    fn made(&self, end: bool);
+}
+
+impl WriteTurn {
+    pub fn new(link: impl TurnLink + 'static) -> WriteTurn {
+        WriteTurn(Some(Box::new(link)))
     }
 
-    pub fn say(&self) {
-        if let Some(said) = &self.0 {
-            said();
+    pub fn begin(&self) -> bool {
+        self.0.as_ref().is_none_or(|link| link.begin())
+    }
+
+    pub fn made(&self, end: bool) {
+        if let Some(link) = &self.0 {
+            link.made(end);
         }
     }
 }

@@ -15,7 +15,7 @@ use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
 use replay::fuzz::policy::Policy;
-use replay::fuzz::progress::{Cancel, InPlace, Progress};
+use replay::fuzz::progress::{Cancel, Progress, WriteTurn};
 use replay::fuzz::protocol::dispatch::call_tool;
 use replay::fuzz::protocol::jsonrpc::{self, Element, Id, Incoming, Message};
 use replay::fuzz::protocol::reply::{self, Budget};
@@ -115,7 +115,7 @@ fn tools_call(id: &Id, params: Value) -> String {
         settings,
         &Cancel::default(),
         &Progress::default(),
-        &InPlace::default(),
+        &WriteTurn::default(),
         params,
     );
     match reply {

@@ -18,6 +18,7 @@ use nix::unistd::{unlinkat, UnlinkatFlags};
 
 use crate::platform;
 use crate::policy::confined::{self, Kind, Slot};
+use crate::progress::WriteTurn;
 
 /// The prefix of every temp file replay creates, so that a leftover one (the server killed
 /// between create and rename) is recognizably replay's. The full name is
@@ -30,12 +31,13 @@ pub const TEMP_PREFIX: &str = ".replay-tmp.";
 /// allowed, its owner. The temp file is created, and renamed over the entry, in the slot's
 /// directory handle: no path is looked up again.
 ///
-/// `in_place` runs once the new content is renamed over the entry, before the directory's
-/// fsync makes that durable (`progress::InPlace`); not at all if the write fails.
+/// The rename waits on the call's write turn (`progress::WriteTurn`): not made when a cancel
+/// gave the turn up (`ErrorKind::Interrupted`, the temp file removed), and, once made, it ends
+/// the turn when `one_file`, before the directory's fsync makes it durable.
 ///
 /// The first time this process writes into a directory, it first removes the temp files that
 /// killed servers left there (see `sweep_stale_temps`).
-pub fn atomic_write(slot: &Slot, bytes: &[u8], in_place: impl FnOnce()) -> io::Result<()> {
+pub fn atomic_write(slot: &Slot, bytes: &[u8], turn: &WriteTurn, one_file: bool) -> io::Result<()> {
     let existing = match slot.stat()? {
         Some(stat) => match stat.kind() {
             Kind::Dir => return Err(io::Error::from(io::ErrorKind::IsADirectory)),
@@ -64,13 +66,17 @@ pub fn atomic_write(slot: &Slot, bytes: &[u8], in_place: impl FnOnce()) -> io::R
             tmp.set_permissions(fs::Permissions::from_mode(kept_mode(stat.mode)))?;
         }
         tmp.sync_all()?;
-        Ok(renameat(dir, tmp_name.as_str(), dir, slot.name.as_os_str())?)
+        if !turn.begin() {
+            return Err(io::Error::new(io::ErrorKind::Interrupted, "cancelled"));
+        }
+        let renamed = renameat(dir, tmp_name.as_str(), dir, slot.name.as_os_str());
+        turn.made(one_file && renamed.is_ok());
+        Ok(renamed?)
     })();
     if result.is_err() {
         let _ = unlinkat(dir, tmp_name.as_str(), UnlinkatFlags::NoRemoveDir);
     }
     result?;
-    in_place();
     // Make the rename itself durable (a bare `O_PATH` handle cannot be synced: best effort).
     let _ = nix::unistd::fsync(dir);
     Ok(())

@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 use tokio::task::JoinSet;
 
 use crate::cli::ToolErrors;
-use crate::progress::{Cancel, InPlace, Progress};
+use crate::progress::{Cancel, Progress, WriteTurn};
 use crate::protocol::dispatch;
 use crate::protocol::jsonrpc::{self, Element, Id, Message, RpcError};
 use crate::protocol::lock;
@@ -255,10 +255,10 @@ impl Session {
         let result = if !started || cancel.is_cancelled() {
             None
         } else {
-            // A writer of one file ends its turn once its change is in place (`InPlace`).
-            let in_place = turn.as_ref().map_or_else(InPlace::default, |t| InPlace::new(t.ender()));
+            let write_turn =
+                turn.as_ref().map_or_else(WriteTurn::default, |t| WriteTurn::new(t.link()));
             let (policy, settings) = (&scope.policy, &scope.settings);
-            Some(dispatch::call_tool(policy, settings, &cancel, &progress, &in_place, params))
+            Some(dispatch::call_tool(policy, settings, &cancel, &progress, &write_turn, params))
         };
         // No progress after this: the response follows.
         progress.finish();

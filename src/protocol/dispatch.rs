@@ -8,7 +8,7 @@ use serde_json::{json, Map, Value};
 
 use crate::error::{self, ToolError};
 use crate::policy::Policy;
-use crate::progress::{Cancel, InPlace, Progress};
+use crate::progress::{Cancel, Progress, WriteTurn};
 use crate::protocol::jsonrpc::RpcError;
 use crate::protocol::revision::{self, Revision};
 use crate::reply_size::{json_len, json_len_range, push_json};
@@ -30,7 +30,7 @@ pub fn call_tool(
     settings: &Settings,
     cancel: &Cancel,
     progress: &Progress,
-    in_place: &InPlace,
+    write_turn: &WriteTurn,
     params: Value,
 ) -> Result<ToolReply, RpcError> {
     let (name, args) = envelope(params)?;
@@ -44,7 +44,7 @@ pub fn call_tool(
     tools::map_aliases(&name, &mut args);
     def.validate(&args).map_err(|e| rpc_error(&e))?;
     integral_floats_as_integers(&mut args);
-    let ctx = Ctx { policy, settings, cancel, progress, in_place };
+    let ctx = Ctx { policy, settings, cancel, progress, write_turn };
     let outcome = catch_unwind(AssertUnwindSafe(|| tools::call(&name, &ctx, args)));
     let output = match outcome {
         Ok(result) => result.map_err(|e| rpc_error(&e))?,

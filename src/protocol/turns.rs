@@ -20,7 +20,7 @@ use serde_json::Value;
 use tokio::sync::watch;
 
 use crate::policy::Policy;
-use crate::progress::Cancel;
+use crate::progress::{Cancel, TurnLink};
 use crate::protocol::lock;
 use crate::schema;
 use crate::walk;
@@ -41,6 +41,9 @@ struct Writer {
     keys: Vec<PathBuf>,
     /// The call passed its waits and started: a cancel releases it at once.
     running: bool,
+    /// The call is making its change visible (`progress::WriteTurn::begin`): a cancel no
+    /// longer releases it.
+    committing: bool,
     /// Dropped when the writer is released, which wakes those waiting for it.
     done: watch::Sender<()>,
 }
@@ -84,15 +87,16 @@ impl Turns {
             table.by_key.entry(key.clone()).or_default().push(seq);
         }
         let (done, _) = watch::channel(());
-        table.writers.insert(seq, Writer { keys, running: false, done });
+        table.writers.insert(seq, Writer { keys, running: false, committing: false, done });
         Turn { turns: Arc::clone(self), seq, ahead, waits }
     }
 
     /// The call behind turn `seq` was cancelled: if it is running, its turn ends now, not
-    /// when its work does. (One still waiting ends its turn when its own waits are over.)
+    /// when its work does, unless it is making its change visible (`WriteTurn::begin`), which
+    /// it then does at once. (One still waiting ends its turn when its own waits are over.)
     pub fn cancelled(&self, seq: u64) {
         let mut table = lock(&self.0);
-        if table.writers.get(&seq).is_some_and(|w| w.running) {
+        if table.writers.get(&seq).is_some_and(|w| w.running && !w.committing) {
             table.release(seq);
         }
     }
@@ -117,11 +121,9 @@ impl Turn {
         self.seq
     }
 
-    /// Ends the turn when called, before the turn itself is dropped: the writers behind it may
-    /// go (`progress::InPlace`). Ending it again, or dropping it after, changes nothing.
-    pub fn ender(&self) -> impl Fn() + Send + Sync + 'static {
-        let (turns, seq) = (Arc::clone(&self.turns), self.seq);
-        move || lock(&turns.0).release(seq)
+    /// The running call's link to this turn (`progress::WriteTurn`).
+    pub fn link(&self) -> Link {
+        Link { turns: Arc::clone(&self.turns), seq: self.seq }
     }
 
     /// Whether the turn comes at once: no writer ahead.
@@ -152,6 +154,33 @@ impl Turn {
             writer.running = true;
         }
         true
+    }
+}
+
+/// A turn as the tool that holds it sees it (`progress::WriteTurn`).
+pub struct Link {
+    turns: Arc<Turns>,
+    seq: u64,
+}
+
+impl TurnLink for Link {
+    /// False when a cancel already released the turn.
+    fn begin(&self) -> bool {
+        let mut table = lock(&self.turns.0);
+        let Some(writer) = table.writers.get_mut(&self.seq) else { return false };
+        writer.committing = true;
+        true
+    }
+
+    /// Ends the turn before it is dropped (ending it again, or dropping it after, changes
+    /// nothing), or lets a cancel end it again.
+    fn made(&self, end: bool) {
+        let mut table = lock(&self.turns.0);
+        if end {
+            table.release(self.seq);
+        } else if let Some(writer) = table.writers.get_mut(&self.seq) {
+            writer.committing = false;
+        }
     }
 }
 

@@ -69,8 +69,7 @@ pub fn edit_file(ctx: &Ctx, args: EditFileArgs) -> Result<Output, ToolError> {
     let edits = to_edits(args.edits);
     let resolved = resolve(ctx, &args.path, args.dry_run)?;
     let mut budget = Budget::default();
-    let in_place = || ctx.in_place.say();
-    Ok(Output::text(edit_one(ctx, &resolved, &edits, args.dry_run, &mut budget, &in_place)?))
+    Ok(Output::text(edit_one(ctx, &resolved, &edits, args.dry_run, &mut budget, true)?))
 }
 
 /// Every path and glob is resolved before any file is touched: a glob that matches nothing
@@ -107,7 +106,7 @@ pub fn edit_files(ctx: &Ctx, args: EditFilesArgs) -> Result<Output, ToolError> {
             return Err(ToolError::Cancelled);
         }
         // The call's turn covers every file: it ends with the call, not with one file.
-        content.push(match edit_one(ctx, file, &edits, args.dry_run, &mut budget, &|| {}) {
+        content.push(match edit_one(ctx, file, &edits, args.dry_run, &mut budget, false) {
             Ok(text) => Content::Text(text),
             Err(ToolError::Cancelled) => return Err(ToolError::Cancelled),
             Err(e) => Content::Text(e.as_line(&file.shown)),
@@ -170,15 +169,16 @@ fn to_edits(args: Vec<EditArgs>) -> Vec<Edit> {
         .collect()
 }
 
-/// Edits one file; returns the reply text. A dry run's diff takes from `budget`. `in_place`
-/// runs once the edited file is in place (`fs::atomic::atomic_write`).
+/// Edits one file; returns the reply text. A dry run's diff takes from `budget`. With
+/// `one_file`, the call's write turn ends once the edited file is in place
+/// (`fs::atomic::atomic_write`).
 fn edit_one(
     ctx: &Ctx,
     file: &ResolvedPath,
     edits: &[Edit],
     dry_run: bool,
     budget: &mut Budget,
-    in_place: &dyn Fn(),
+    one_file: bool,
 ) -> Result<String, ToolError> {
     let shown = &file.shown;
     let original = match read_text(file) {
@@ -194,7 +194,7 @@ fn edit_one(
     }
     if edited != original {
         let slot = file.slot(false).map_err(|e| ToolError::io("write", shown, e))?;
-        atomic_write(&slot, edited.as_bytes(), in_place)
+        atomic_write(&slot, edited.as_bytes(), ctx.write_turn, one_file)
             .map_err(|e| ToolError::io("write", shown, e))?;
     }
     Ok(format!("Successfully edited {}", shown.display()))

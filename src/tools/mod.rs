@@ -22,7 +22,7 @@ use serde_json::Value;
 
 use crate::error::ToolError;
 use crate::policy::{Policy, ResolvedPath};
-use crate::progress::{Cancel, InPlace, Progress};
+use crate::progress::{Cancel, Progress, WriteTurn};
 
 /// What a tool call can see of the server.
 pub struct Ctx<'a> {
@@ -30,9 +30,8 @@ pub struct Ctx<'a> {
     pub settings: &'a Settings,
     pub cancel: &'a Cancel,
     pub progress: &'a Progress,
-    /// Said by write_file and edit_file once their one file is rewritten, before the fsync
-    /// that makes it durable.
-    pub in_place: &'a InPlace,
+    /// The call's write turn, which the rename that makes a change visible waits on.
+    pub write_turn: &'a WriteTurn,
 }
 
 /// The server's configuration as the tools need it: fixed at start-up, but for the sandbox
@@ -175,13 +174,13 @@ mod tests {
         let settings = Settings::default();
         let cancel = Cancel::default();
         let progress = Progress::default();
-        let in_place = InPlace::default();
+        let write_turn = WriteTurn::default();
         let ctx = Ctx {
             policy: &policy,
             settings: &settings,
             cancel: &cancel,
             progress: &progress,
-            in_place: &in_place,
+            write_turn: &write_turn,
         };
         for (name, _) in crate::schema::FILES {
             if let Err(e) = call(name, &ctx, serde_json::json!({})) {

@@ -33,7 +33,7 @@ pub fn write_file(ctx: &Ctx, args: WriteFileArgs) -> Result<Output, ToolError> {
         append(&slot, args.content.as_bytes(), &resolved.shown)?;
         return Ok(Output::text(format!("Successfully appended to {}", resolved.shown.display())));
     }
-    atomic_write(&slot, args.content.as_bytes(), || ctx.in_place.say())
+    atomic_write(&slot, args.content.as_bytes(), ctx.write_turn, true)
         .map_err(|e| ToolError::io("write", &resolved.shown, e))?;
     Ok(Output::text(format!("Successfully wrote {}", resolved.shown.display())))
 }
@@ -109,10 +109,10 @@ fn append(slot: &Slot, bytes: &[u8], shown: &Path) -> Result<(), ToolError> {
         }
         return result.map_err(failed);
     }
-    if created {
-        // Make the new entry durable (a bare `O_PATH` handle cannot be synced: best effort).
-        let _ = nix::unistd::fsync(dir);
-    }
+    // Make the entry durable: a new one, or one a write_file just renamed into place, which
+    // hands its turn on before its own directory fsync ends (`progress::WriteTurn`).
+    // (A bare `O_PATH` handle cannot be synced: best effort.)
+    let _ = nix::unistd::fsync(dir);
     Ok(())
 }
 

@@ -46,21 +46,49 @@ fn a_released_turn_is_waited_for_no_more() {
 }
 
 #[test]
-fn an_ended_turn_is_waited_for_no_more_while_still_held() {
+fn a_turn_made_and_ended_is_waited_for_no_more_while_still_held() {
     let turns = Arc::new(Turns::default());
     let key = || vec![PathBuf::from("/r/f")];
     let first = turns.take(key());
     let second = turns.take(key());
     assert_eq!(second.ahead, [first.seq()]);
-    let end = first.ender();
-    end();
+    let link = first.link();
+    assert!(link.begin());
+    link.made(true);
     // The change is in place: a writer arriving now waits for the second only.
     assert_eq!(turns.take(key()).ahead, [second.seq()]);
     // Ending it again, or dropping it, releases nothing else.
-    end();
+    link.made(true);
     drop(first);
     assert_eq!(turns.take(key()).ahead, [second.seq()]);
     drop(second);
+    assert!(turns.take(key()).is_free());
+}
+
+/// A cancel ends a running writer's turn at once, but not while it makes its change visible:
+/// a writer whose turn a cancel ended must not make it (the writer behind has gone).
+#[test]
+fn a_cancel_and_a_change_made_visible_never_cross() {
+    let turns = Arc::new(Turns::default());
+    let key = || vec![PathBuf::from("/r/f")];
+    let cancel = Cancel::default();
+    // Cancelled before it begins: its turn is over, and it may not make its change.
+    let first = turns.take(key());
+    assert!(first.start(&cancel));
+    turns.cancelled(first.seq());
+    assert!(!first.link().begin());
+    assert!(turns.take(key()).is_free());
+    drop(first);
+    // Cancelled while it makes it: the turn holds until it is made.
+    let second = turns.take(key());
+    assert!(second.start(&cancel));
+    let link = second.link();
+    assert!(link.begin());
+    turns.cancelled(second.seq());
+    assert_eq!(turns.take(key()).ahead, [second.seq()]);
+    // Made, but the call goes on (edit_files): a cancel ends the turn again.
+    link.made(false);
+    turns.cancelled(second.seq());
     assert!(turns.take(key()).is_free());
 }
 
