@@ -117,7 +117,14 @@ impl<'a> Tally<'a> {
 /// its turn: the calls behind it may go, and their fsyncs run beside its own, which the disk's
 /// journal commits together; its reply still waits for its own. (Pipelined writes of one file
 /// went one fsync pair at a time.) `made(false)` keeps the turn (edit_files, with files to go,
-/// or a rename that failed), and a cancel may give it up again.
+/// or a rename that failed), and a cancel may give it up again (one that came meanwhile, at
+/// once).
+///
+/// A writer whose change is made step by step (move_file, delete_file, an append) says
+/// `begin` before its first step and `made(false)` after its last: a cancel then stops it at
+/// its next step, and its turn ends when it has, not while it still changes files. (A
+/// cancelled move across file systems went on copying, then removed its source, by then the
+/// file a later write_file had said it wrote.)
 ///
 /// For a call that takes no turn, `begin` is true and `made` does nothing.
 #[derive(Default)]

@@ -42,8 +42,10 @@ struct Writer {
     /// The call passed its waits and started: a cancel releases it at once.
     running: bool,
     /// The call is making its change visible (`progress::WriteTurn::begin`): a cancel no
-    /// longer releases it.
+    /// longer releases it, until the change is made (`cancelled_meanwhile`).
     committing: bool,
+    /// A cancel came while committing: `made` releases the turn.
+    cancelled_meanwhile: bool,
     /// Dropped when the writer is released, which wakes those waiting for it.
     done: watch::Sender<()>,
 }
@@ -87,7 +89,10 @@ impl Turns {
             table.by_key.entry(key.clone()).or_default().push(seq);
         }
         let (done, _) = watch::channel(());
-        table.writers.insert(seq, Writer { keys, running: false, committing: false, done });
+        table.writers.insert(
+            seq,
+            Writer { keys, running: false, committing: false, cancelled_meanwhile: false, done },
+        );
         Turn { turns: Arc::clone(self), seq, ahead, waits }
     }
 
@@ -96,7 +101,10 @@ impl Turns {
     /// it then does at once. (One still waiting ends its turn when its own waits are over.)
     pub fn cancelled(&self, seq: u64) {
         let mut table = lock(&self.0);
-        if table.writers.get(&seq).is_some_and(|w| w.running && !w.committing) {
+        let Some(writer) = table.writers.get_mut(&seq) else { return };
+        if writer.committing {
+            writer.cancelled_meanwhile = true;
+        } else if writer.running {
             table.release(seq);
         }
     }
@@ -173,13 +181,13 @@ impl TurnLink for Link {
     }
 
     /// Ends the turn before it is dropped (ending it again, or dropping it after, changes
-    /// nothing), or lets a cancel end it again.
+    /// nothing), or lets a cancel end it again: at once, if one came meanwhile.
     fn made(&self, end: bool) {
         let mut table = lock(&self.turns.0);
-        if end {
+        let Some(writer) = table.writers.get_mut(&self.seq) else { return };
+        writer.committing = false;
+        if end || writer.cancelled_meanwhile {
             table.release(self.seq);
-        } else if let Some(writer) = table.writers.get_mut(&self.seq) {
-            writer.committing = false;
         }
     }
 }

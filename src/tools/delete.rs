@@ -21,7 +21,13 @@ pub fn delete_file(ctx: &Ctx, args: DeleteArgs) -> Result<Output, ToolError> {
     let resolved = ctx.policy.resolve_remove(&args.path)?;
     let failed = |e| ToolError::io("delete", &resolved.shown, e);
     let slot = resolved.slot(false).map_err(failed)?;
+    // Step by step (`progress::WriteTurn`): its turn holds until it stops.
+    if !ctx.write_turn.begin() {
+        return Err(ToolError::Cancelled);
+    }
     let stop = || ctx.cancel.is_cancelled();
-    tree::remove_at(slot.dir.as_fd(), &slot.name, &stop).map_err(failed)?;
+    let removed = tree::remove_at(slot.dir.as_fd(), &slot.name, &stop);
+    ctx.write_turn.made(false);
+    removed.map_err(failed)?;
     Ok(Output::text(format!("Deleted {}", resolved.shown.display())))
 }

@@ -128,7 +128,7 @@ fn resolve(ctx: &Ctx, path: &str, dry_run: bool) -> Result<ResolvedPath, ToolErr
 
 /// The files a glob matches, sorted, and what the walk left out. Relative globs are anchored to
 /// the project directory. Each match passes the policy on its own, so a symlink that leads out
-/// is refused.
+/// is refused, and so is one that leads out of the glob's directory (-32602).
 fn expand_glob(
     ctx: &Ctx,
     pattern: &str,
@@ -152,8 +152,23 @@ fn expand_glob(
     }
     let files = matches
         .into_iter()
-        .map(|rel| resolve(ctx, &base.shown.join(rel).to_string_lossy(), dry_run))
-        .collect::<Result<_, _>>()?;
+        .map(|rel| {
+            let file = resolve(ctx, &base.shown.join(&rel).to_string_lossy(), dry_run)?;
+            // The call's write turn is keyed by the glob's directory (`protocol::turns`): a
+            // match that a symlink leads out of it would be edited outside its turn, beside a
+            // write of that file (a reviewer's find: the write answered, then undone).
+            if !file.real.starts_with(&base.real) {
+                let detail = format!(
+                    "{pattern:?} matches {}, a symlink that leads outside {}; edit that file \
+                     by its own path",
+                    rel.display(),
+                    base.shown.display()
+                );
+                return Err(ToolError::invalid_params("paths", detail));
+            }
+            Ok(file)
+        })
+        .collect::<Result<_, ToolError>>()?;
     Ok((files, summary))
 }
 

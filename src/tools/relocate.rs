@@ -37,8 +37,14 @@ pub fn move_file(ctx: &Ctx, args: MoveFileArgs) -> Result<Output, ToolError> {
     if to.stat().map_err(|e| ToolError::io("move", &destination.shown, e))?.is_some() {
         return Err(ToolError::AlreadyExists { path: destination.shown });
     }
+    // Step by step across file systems (`progress::WriteTurn`): its turn holds until it stops.
+    if !ctx.write_turn.begin() {
+        return Err(ToolError::Cancelled);
+    }
     let stop = || ctx.cancel.is_cancelled();
-    rename_no_replace(&from, &to, &stop).map_err(|e| match e.kind() {
+    let moved = rename_no_replace(&from, &to, &stop);
+    ctx.write_turn.made(false);
+    moved.map_err(|e| match e.kind() {
         io::ErrorKind::AlreadyExists => {
             ToolError::AlreadyExists { path: destination.shown.clone() }
         }

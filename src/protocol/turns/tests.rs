@@ -86,9 +86,18 @@ fn a_cancel_and_a_change_made_visible_never_cross() {
     assert!(link.begin());
     turns.cancelled(second.seq());
     assert_eq!(turns.take(key()).ahead, [second.seq()]);
-    // Made, but the call goes on (edit_files): a cancel ends the turn again.
+    // Made, but the call goes on (edit_files): the cancel that came meanwhile ends it now.
     link.made(false);
-    turns.cancelled(second.seq());
+    assert!(turns.take(key()).is_free());
+    drop(second);
+    // Made with no cancel meanwhile: the turn goes on until a cancel, or the call's end.
+    let third = turns.take(key());
+    assert!(third.start(&cancel));
+    let link = third.link();
+    assert!(link.begin());
+    link.made(false);
+    assert_eq!(turns.take(key()).ahead, [third.seq()]);
+    turns.cancelled(third.seq());
     assert!(turns.take(key()).is_free());
 }
 
