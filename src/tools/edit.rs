@@ -138,6 +138,15 @@ fn expand_glob(
     let base_str =
         if base.as_os_str().is_empty() { ".".to_string() } else { base.display().to_string() };
     let base = ctx.policy.resolve_read(&base_str)?;
+    // The walk lists `base.real`, and each match is resolved from there. It is shown under
+    // the client's spelling of the base when that names the same directory (a symlinked
+    // base), else as resolved: `shown` is lexically normalized, and a `..` after a symlink
+    // (`s/../dir`) names another directory lexically than physically. (Joined to the
+    // spelling, such a glob edited a file it never matched.)
+    let spelled = ctx
+        .policy
+        .resolve_read(&base.shown.to_string_lossy())
+        .is_ok_and(|spelled| spelled.real == base.real);
     let set = walk::glob_set("paths", &[rest])?;
     let options = walk::WalkOptions { cancel: Some(ctx.cancel), ..walk::WalkOptions::default() };
     let (entries, summary) =
@@ -153,7 +162,10 @@ fn expand_glob(
     let files = matches
         .into_iter()
         .map(|rel| {
-            let file = resolve(ctx, &base.shown.join(&rel).to_string_lossy(), dry_run)?;
+            let mut file = resolve(ctx, &base.real.join(&rel).to_string_lossy(), dry_run)?;
+            if spelled {
+                file.shown = base.shown.join(&rel);
+            }
             // The call's write turn is keyed by the glob's directory (`protocol::turns`): a
             // match that a symlink leads out of it would be edited outside its turn, beside a
             // write of that file (a reviewer's find: the write answered, then undone).

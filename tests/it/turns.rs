@@ -222,16 +222,19 @@ fn a_cancelled_write_never_lands_after_the_write_behind_it() {
 #[cfg(target_os = "linux")]
 #[test]
 fn a_cancelled_move_across_file_systems_never_removes_what_a_later_write_made() {
+    use std::os::unix::fs::MetadataExt;
     let env = TestEnv::new(&[], &[]);
     // /dev/shm is tmpfs, the test directory is not: the move copies.
     let shm = std::path::PathBuf::from("/dev/shm").join(crate::harness::unique_name("replay-mv"));
     std::fs::create_dir_all(&shm).expect("a directory under /dev/shm");
+    let device = |path: &std::path::Path| std::fs::metadata(path).expect("stat").dev();
+    assert_ne!(device(&shm), device(&env.root()), "the move must cross file systems");
     let src = env.path("root/big.bin");
     {
         use std::io::Write;
         let mut file = std::fs::File::create(&src).expect("create");
         let chunk = vec![b'A'; 1 << 20];
-        for _ in 0..256 {
+        for _ in 0..512 {
             file.write_all(&chunk).expect("write");
         }
     }
@@ -252,12 +255,35 @@ fn a_cancelled_move_across_file_systems_never_removes_what_a_later_write_made() 
     let (_, status) = server.finish();
     assert!(status.success());
     let src_now = std::fs::read(&src).ok();
+    // The copy asks the cancel every 64 MiB: it stopped long before its 512 MiB, and what it
+    // had made is gone.
+    let dst_now = std::fs::metadata(&dst).map(|m| m.len()).ok();
     let _ = std::fs::remove_dir_all(&shm);
     assert!(
         src_now.as_deref() == Some(&b"NEW"[..]),
         "the write was answered, then its file removed: the source holds {:?} bytes",
         src_now.map(|c| c.len())
     );
+    assert_eq!(dst_now, None, "the cancelled move went on copying");
+}
+
+/// A glob's matches are the files under its directory as resolved: with a `..` after a
+/// symlink in its spelling (`s/../dir`, where `s` leads to `deep/a`), `deep/dir`'s files, not
+/// `dir`'s, which its lexically normalized spelling names. (A reviewer's find: joined to that
+/// spelling, the glob edited `dir/y.txt`, a file it never matched.)
+#[test]
+fn a_glob_edits_the_files_it_matched_under_a_symlink_and_dot_dot() {
+    let env = TestEnv::new(
+        &["root/deep/a", "root/deep/dir", "root/dir"],
+        &[("root/deep/dir/y.txt", "x"), ("root/dir/y.txt", "x")],
+    );
+    env.symlink("deep/a", "root/s");
+    let mut server = Server::start(&env);
+    let args = json!({"paths": [env.p("root/s/../dir/*.txt")], "edits": [{"oldText": "x", "newText": "X"}]});
+    let texts = server.call("edit_files", args).texts();
+    assert!(texts.iter().any(|t| t.contains("Successfully edited")), "{texts:?}");
+    assert_eq!(env.read_string("root/deep/dir/y.txt"), "X");
+    assert_eq!(env.read_string("root/dir/y.txt"), "x");
 }
 
 /// edit_files takes its turn on a glob's directory: a match that a symlink leads out of it
