@@ -150,4 +150,15 @@ impl WriteTurn {
             link.made(end);
         }
     }
+
+    /// `change` between `begin` and `made(false)`: `None`, and `change` not run, when a cancel
+    /// already gave the turn up.
+    pub fn keep_while<T>(&self, change: impl FnOnce() -> T) -> Option<T> {
+        if !self.begin() {
+            return None;
+        }
+        let made = change();
+        self.made(false);
+        Some(made)
+    }
 }

@@ -258,7 +258,6 @@ pub fn push_json(out: &mut Vec<u8>, value: &Value) {
     }
 }
 
-/// The length of `value` written by serde_json (compact), without writing it.
 /// The least and the most bytes `value` takes as JSON (`json_len` lies between), found without
 /// reading its strings: a byte of a string takes one byte escaped, or at most six (`\u001f`).
 pub fn json_len_range(value: &Value) -> (usize, usize) {
@@ -272,11 +271,11 @@ pub fn json_len_range(value: &Value) -> (usize, usize) {
             sum(&mut items.iter().map(json_len_range), 2 + items.len().saturating_sub(1))
         }
         Value::Object(map) => {
-            let members = map.iter().map(|(k, v)| {
+            let mut members = map.iter().map(|(k, v)| {
                 let (key, (lo, hi)) = (string(k), json_len_range(v));
                 (key.0 + 1 + lo, key.1 + 1 + hi)
             });
-            sum(&mut members.into_iter(), 2 + map.len().saturating_sub(1))
+            sum(&mut members, 2 + map.len().saturating_sub(1))
         }
         other => {
             let len = json_len(other);
@@ -285,6 +284,7 @@ pub fn json_len_range(value: &Value) -> (usize, usize) {
     }
 }
 
+/// The length of `value` written by serde_json (compact), without writing it.
 pub fn json_len(value: &Value) -> usize {
     match value {
         Value::Null => 4,

@@ -172,7 +172,10 @@ pub fn write_result(
         // they are and an eighth more (a Vec grows past it if they escape more).
         least + least / 8
     } else {
-        let exact = |value: &Value| (json_len(value), json_len(value));
+        let exact = |value: &Value| {
+            let len = json_len(value);
+            (len, len)
+        };
         let (len, _) = result_len(&content, is_error, structured_ref, modern_ref, exact);
         if out.len() + len > limit {
             return Err(out.len() + len);

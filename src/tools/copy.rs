@@ -79,12 +79,10 @@ pub fn copy_file(ctx: &Ctx, args: CopyFileArgs) -> Result<Output, ToolError> {
     let stop = || ctx.cancel.is_cancelled();
     let temp = copy_to_temp(&from, &to, &stop).map_err(failed)?;
     // Not after a cancel gave the turn up: a later writer of the destination may have gone.
-    if !ctx.write_turn.begin() {
+    let Some(renamed) = ctx.write_turn.keep_while(|| rename_into_place(&to, &temp, replace)) else {
         discard(to.dir.as_fd(), OsStr::new(&temp));
         return Err(ToolError::Cancelled);
-    }
-    let renamed = rename_into_place(&to, &temp, replace);
-    ctx.write_turn.made(false);
+    };
     if let Err(e) = renamed {
         discard(to.dir.as_fd(), OsStr::new(&temp));
         return Err(match e.kind() {

@@ -22,12 +22,10 @@ pub fn delete_file(ctx: &Ctx, args: DeleteArgs) -> Result<Output, ToolError> {
     let failed = |e| ToolError::io("delete", &resolved.shown, e);
     let slot = resolved.slot(false).map_err(failed)?;
     // Step by step (`progress::WriteTurn`): its turn holds until it stops.
-    if !ctx.write_turn.begin() {
-        return Err(ToolError::Cancelled);
-    }
     let stop = || ctx.cancel.is_cancelled();
-    let removed = tree::remove_at(slot.dir.as_fd(), &slot.name, &stop);
-    ctx.write_turn.made(false);
-    removed.map_err(failed)?;
+    ctx.write_turn
+        .keep_while(|| tree::remove_at(slot.dir.as_fd(), &slot.name, &stop))
+        .ok_or(ToolError::Cancelled)?
+        .map_err(failed)?;
     Ok(Output::text(format!("Deleted {}", resolved.shown.display())))
 }

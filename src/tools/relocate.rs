@@ -38,13 +38,9 @@ pub fn move_file(ctx: &Ctx, args: MoveFileArgs) -> Result<Output, ToolError> {
         return Err(ToolError::AlreadyExists { path: destination.shown });
     }
     // Step by step across file systems (`progress::WriteTurn`): its turn holds until it stops.
-    if !ctx.write_turn.begin() {
-        return Err(ToolError::Cancelled);
-    }
     let stop = || ctx.cancel.is_cancelled();
-    let moved = rename_no_replace(&from, &to, &stop);
-    ctx.write_turn.made(false);
-    moved.map_err(|e| match e.kind() {
+    let moved = ctx.write_turn.keep_while(|| rename_no_replace(&from, &to, &stop));
+    moved.ok_or(ToolError::Cancelled)?.map_err(|e| match e.kind() {
         io::ErrorKind::AlreadyExists => {
             ToolError::AlreadyExists { path: destination.shown.clone() }
         }

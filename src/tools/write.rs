@@ -31,12 +31,9 @@ pub fn write_file(ctx: &Ctx, args: WriteFileArgs) -> Result<Output, ToolError> {
     let slot = resolved.slot(true).map_err(|e| ToolError::io("write", &resolved.shown, e))?;
     if args.append {
         // Written as it goes (`progress::WriteTurn`): its turn holds until it is done.
-        if !ctx.write_turn.begin() {
-            return Err(ToolError::Cancelled);
-        }
-        let appended = append(&slot, args.content.as_bytes(), &resolved.shown);
-        ctx.write_turn.made(false);
-        appended?;
+        ctx.write_turn
+            .keep_while(|| append(&slot, args.content.as_bytes(), &resolved.shown))
+            .ok_or(ToolError::Cancelled)??;
         return Ok(Output::text(format!("Successfully appended to {}", resolved.shown.display())));
     }
     atomic_write(&slot, args.content.as_bytes(), ctx.write_turn, true)
