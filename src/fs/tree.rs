@@ -239,10 +239,17 @@ fn copy_tree(
     Ok(())
 }
 
-/// Opens the file `name` in `dir` for reading, never through a symlink.
+/// Opens the regular file `name` in `dir` for reading, never through a symlink. Non-blocking,
+/// and checked on the handle: a FIFO swapped in after the caller's stat blocked the open for
+/// good, waiting for a writer (a stranger's find; cancel could not reach it, nor could the
+/// server exit).
 fn open_file(dir: BorrowedFd<'_>, name: &OsStr) -> io::Result<File> {
-    let flags = OFlag::O_RDONLY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
-    Ok(File::from(openat(dir, name, flags, Mode::empty())?))
+    let flags = OFlag::O_RDONLY | OFlag::O_NOFOLLOW | OFlag::O_NONBLOCK | OFlag::O_CLOEXEC;
+    let file = File::from(openat(dir, name, flags, Mode::empty())?);
+    if confined::fstat(file.as_fd())?.kind() != Kind::File {
+        return Err(not_copyable());
+    }
+    Ok(file)
 }
 
 /// Makes `to_name` in `to` a symlink with the same target as `from_name` in `from`.

@@ -162,7 +162,18 @@ fn expand_glob(
     let files = matches
         .into_iter()
         .map(|rel| {
-            let mut file = resolve(ctx, &base.real.join(&rel).to_string_lossy(), dry_run)?;
+            // A path reaches the policy as text: a name that is not UTF-8, shown lossily,
+            // would name another file (or none). (A stranger's find: `\xff.txt` matched, and
+            // `\u{fffd}.txt` was edited.)
+            let Some(real) = base.real.join(&rel).to_str().map(str::to_owned) else {
+                let detail = format!(
+                    "{pattern:?} matches {}, a name that is not UTF-8, which no path can give; \
+                     rename it or narrow the glob",
+                    rel.display()
+                );
+                return Err(ToolError::invalid_params("paths", detail));
+            };
+            let mut file = resolve(ctx, &real, dry_run)?;
             if spelled {
                 file.shown = base.shown.join(&rel);
             }

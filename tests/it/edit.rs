@@ -1107,3 +1107,23 @@ fn r17_edit_file_refuses_a_fifo_at_once_and_leaves_it() {
     let kind = fs::symlink_metadata(&fifo).expect("stat").file_type();
     assert!(std::os::unix::fs::FileTypeExt::is_fifo(&kind), "the FIFO was replaced");
 }
+
+/// A glob's match whose name is not UTF-8 cannot be named as text: shown lossily it named
+/// another file (`\u{fffd}.txt`, edited while `\xff.txt` stayed as it was). Such a glob is
+/// refused before any file is touched. (A stranger's find.)
+#[cfg(target_os = "linux")]
+#[test]
+fn a_glob_matching_a_name_not_utf8_is_refused() {
+    use std::os::unix::ffi::OsStrExt;
+    let env =
+        TestEnv::new(&["root/g"], &[("root/g/a.txt", "hello"), ("root/g/\u{fffd}.txt", "hello")]);
+    let odd = env.path("root/g").join(std::ffi::OsStr::from_bytes(b"\xff.txt"));
+    fs::write(&odd, "hello").expect("write");
+    let mut server = Server::start(&env);
+    let args = json!({"paths": [env.p("root/g/*.txt")], "edits": [{"oldText": "hello", "newText": "bye"}]});
+    let error = server.call("edit_files", args).expect_error(-32602).message;
+    assert!(error.contains("not UTF-8"), "{error}");
+    assert_eq!(env.read_string("root/g/a.txt"), "hello");
+    assert_eq!(env.read_string("root/g/\u{fffd}.txt"), "hello");
+    assert_eq!(fs::read(&odd).expect("read"), b"hello");
+}

@@ -225,3 +225,19 @@ fn a_descent_notices_a_replaced_directory() {
     }
     assert!(failed, "the replaced directory was taken for the old one");
 }
+
+/// A FIFO where a file was (swapped in after the copy's stat) is refused at once: the open
+/// neither waits for a writer nor reads it.
+#[test]
+fn a_fifo_in_place_of_a_file_is_refused_without_waiting() {
+    let tree = Tree::new("fifo");
+    nix::unistd::mkfifo(&tree.base.join("root/pipe"), Mode::from_bits_truncate(0o644)).unwrap();
+    let root = tree.root.try_clone().unwrap();
+    let (sent, got) = std::sync::mpsc::channel();
+    // On a thread: a blocking open would hang the test, not fail it.
+    std::thread::spawn(move || {
+        let _ = sent.send(open_file(root.as_fd(), OsStr::new("pipe")).map(drop));
+    });
+    let opened = got.recv_timeout(std::time::Duration::from_secs(10)).expect("the open waited");
+    assert_eq!(opened.unwrap_err().kind(), io::ErrorKind::Unsupported);
+}
