@@ -8,7 +8,7 @@
 //! call faulted in and zeroed every page again. For read_file of a 5 MiB file that was a third
 //! of the call (17 ms against 11 ms with the memory kept, measured on the 2-core machine with
 //! `bench/bench.py --only read-5mib`). So freed memory is kept while calls come, and given
-//! back (`malloc_trim`) when the writer has had nothing to write for `QUIET`.
+//! back (`malloc_trim`) when the writer has had nothing to write for `QUIET` (1 s).
 
 use std::time::Duration;
 

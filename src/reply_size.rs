@@ -7,10 +7,10 @@
 //! A bound on raw bytes is not a bound on the reply: 16 MiB of control bytes make a 96 MiB
 //! line, and a request naming one file fifty times made gigabytes. So the tools count the
 //! escaped size of what they return ([`escaped_text_len`], without building the escaped text)
-//! and keep it within [`REPLY_BYTES`] with a [`Budget`]: read_file refuses (pointing at
+//! and keep it within [`REPLY_BYTES`] (24 MiB) with a [`Budget`]: read_file refuses (pointing at
 //! paging), the listings, searches and diffs stop with a note that says how to narrow the
 //! request, read_multiple_files answers the files that no longer fit with a note. The
-//! protocol's cap on a reply line, [`MAX_REPLY_BYTES`], is the backstop for what no tool
+//! protocol's cap on a reply line, [`MAX_REPLY_BYTES`] (32 MiB), is the backstop for what no tool
 //! bounds.
 
 use serde_json::Value;

@@ -1,6 +1,6 @@
 //! The capped read of a whole regular file, which every tool that takes a file's whole content
 //! shares (read_file, read_multiple_files, edit_file, edit_files): one open, refused unless it
-//! is a regular file, and never more than `MAX_READ_BYTES` read.
+//! is a regular file, and never more than `MAX_READ_BYTES` (16 MiB) read.
 
 use std::fs::{File, Metadata};
 use std::io::Read;

@@ -4,7 +4,7 @@
 //! call, and calls add up. So these loops keep their own stack, per level the entries still to
 //! do, and the tree's depth costs heap, not stack: 20,000 levels take a few megabytes.
 //!
-//! Handles are kept on the last `Limits::window` levels and on every `spacing`-th one above
+//! Handles are kept on the last `Limits::window` (128) levels and on every `spacing`-th one above
 //! ([`Descent`]), so a tree 20,000 levels deep holds about 200 handles instead of 20,000 (the
 //! soft `RLIMIT_NOFILE` is often 1,024). A level whose handle was closed is opened again from the
 //! nearest kept level above it, one name at a time with `O_NOFOLLOW | O_DIRECTORY`, and must

@@ -1,5 +1,6 @@
 //! Replies made on the reading thread, held until it has read all the input there is, so that
-//! pipelined requests get their replies in one hand-off to the writer, not one each. Replies
+//! pipelined requests get their replies in one hand-off to the writer, not one each, up to
+//! `HOLD_LIMIT` (64 KiB) at a time. Replies
 //! made on other threads go at once: the reading thread may be waiting for input that never
 //! comes.
 

@@ -1,6 +1,10 @@
 //! Where calls run and when: the tokio runtime (built on first use), the count of requests in
 //! flight that the end of input drains, and the write turns that order calls changing files
 //! (`turns`).
+//!
+//! Figures: at end of input, calls in flight drain for up to `DRAIN_LIMIT` (70 s); a call whose
+//! memory grows with what it reads takes one of `DATA_CALLS` (4) places; the requests in
+//! flight hold at most `BACKLOG_BOUND` (64 MiB) before the reading thread waits.
 
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::Duration;

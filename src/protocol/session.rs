@@ -1,6 +1,7 @@
 //! The session: the read loop, both protocol eras (`initialize`, and `server/discover` with
 //! per-request envelopes), `ping`, `tools/list`, notifications, asking for client roots, and
 //! the orderly end at end of input. Tool calls are `calls`'; where they run is `schedule`'s.
+//! When stdout fails, calls in flight are cancelled and given 10 s before the process exits.
 
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;

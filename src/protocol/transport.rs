@@ -6,8 +6,10 @@
 //! pool on every read and write, which costs more per message than the small tool calls
 //! themselves. Replies queue for the writer thread, so a client that writes many requests
 //! before it reads any reply does not deadlock against a full stdout pipe, up to
-//! `QUEUE_BOUND` bytes of replies; past that the server stops reading requests until the
-//! client reads (backpressure: nothing is dropped, and memory stays bounded).
+//! `QUEUE_BOUND` (16 MiB) of replies; past that the server stops reading requests until the
+//! client reads (backpressure: nothing is dropped, and memory stays bounded). A line over
+//! `MAX_LINE_BYTES` (64 MiB) is refused with a parse error; on Linux stdout's pipe is widened
+//! to 1 MiB, so a large reply crosses in few hand-offs.
 
 use std::collections::VecDeque;
 use std::fs::File;

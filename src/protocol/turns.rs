@@ -11,6 +11,14 @@
 //! fails anyway, and must not run beside a call that could make the path resolve. A change to
 //! the tree between the keying and the call is made by an earlier writer, whose own targets
 //! overlap the paths it changes, so the later call waits for it.
+//!
+//! A call takes a turn when it changes files: a tool whose annotations say `readOnlyHint:
+//! false` and not open-world, and not a dryRun. Reads and execute_command never wait. A writer
+//! that has begun its change keeps its turn until the change is made, and one cancelled before
+//! that never makes it (`progress::WriteTurn`). edit_files refuses a glob match that a symlink
+//! leads out of the glob's directory, since its turn covers only that directory. write_file and
+//! edit_file end their turn once the new file is renamed into place, before the directory's
+//! fsync, so the next writer of the file runs its fsyncs beside that one.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};

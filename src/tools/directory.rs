@@ -2,7 +2,8 @@
 //!
 //! list_directory reads one directory through its handle; sizes and times, when asked for,
 //! come from `fstatat` on that handle, never following a link. directory_tree collects the walk
-//! (`crate::walk`), keeps the shallowest entries when `maxEntries` cuts it short, and writes
+//! (`crate::walk`), keeps the shallowest entries when `maxEntries` cuts it short, goes at most
+//! `MAX_TREE_LEVELS` (50) levels deep, since common JSON parsers refuse deeper nesting, and writes
 //! the JSON (and, for `format: "text"`, the indented tree) in one pass over the sorted entries.
 
 use std::os::fd::AsFd;

@@ -2,7 +2,7 @@
 //! only if every edit succeeded; or, with dryRun, show the unified diff and write nothing.
 //!
 //! A cancelled call stops its edits at the next regex match (or within a few thousand steps of
-//! any other search), and its diff within `DIFF_DEADLINE`. Diffs share the reply's bound
+//! any other search), and its diff within `DIFF_DEADLINE` (500 ms). Diffs share the reply's bound
 //! (`reply_size`): what does not fit is left out, with a note.
 
 pub mod matching;

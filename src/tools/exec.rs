@@ -1,5 +1,6 @@
 //! execute_command: `/bin/sh -c` in its own session and process group, with a deadline, capped
-//! output, and cancellation. The only place replay starts a process.
+//! output, and cancellation (looked at every `POLL`, 5 ms). The only place replay starts a
+//! process.
 //!
 //! The child's stdin is `/dev/null`: it must never read the server's protocol stream. Both
 //! output pipes are drained at once by their own threads, so a chatty child never blocks on a

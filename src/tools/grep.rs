@@ -2,7 +2,8 @@
 //!
 //! The walk and the search run together (`search`): each walker thread searches the files it
 //! finds. Hits are kept in path order, bounded by `maxResults`, so results come out in a stable
-//! order, and a cut is exactly the first N matching lines of that order.
+//! order, and a cut is exactly the first N matching lines of that order. The exact engine looks
+//! at the call's cancel every 1,024 matches of a file.
 
 use std::collections::{BTreeMap, HashSet};
 use std::fs::File;
