@@ -1,5 +1,6 @@
-//! The documents against the code: README's tool table against `schemas/`, field by field, and
-//! every relative link in README.md and docs/*.md against the repository.
+//! The documents against the code: README's tool table against `schemas/`, field by field,
+//! every relative link in the Markdown documents against the repository, and every module
+//! ARCHITECTURE.md names against `src/`.
 //!
 //! A published copy of the repository has nothing beside it, so a link may not leave it.
 
@@ -237,15 +238,23 @@ fn the_table_check_catches_each_kind_of_drift() {
 // Links
 // ---------------------------------------------------------------------------------------------
 
-/// README.md and every docs/*.md.
+/// The top-level documents, and every .md under docs/ (docs/design/ included).
 fn documents() -> Vec<PathBuf> {
-    let mut docs: Vec<PathBuf> = fs::read_dir(root().join("docs"))
-        .expect("docs/")
-        .map(|e| e.expect("entry").path())
-        .filter(|path| path.extension().is_some_and(|ext| ext == "md"))
-        .collect();
+    let mut docs = Vec::new();
+    let mut dirs = vec![root().join("docs")];
+    while let Some(dir) = dirs.pop() {
+        for entry in fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display())) {
+            let path = entry.expect("entry").path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|ext| ext == "md") {
+                docs.push(path);
+            }
+        }
+    }
     docs.sort();
-    docs.insert(0, root().join("README.md"));
+    let top = ["README.md", "ARCHITECTURE.md", "SECURITY.md", "CHANGELOG.md"];
+    docs.splice(0..0, top.map(|name| root().join(name)));
     docs
 }
 
@@ -366,4 +375,66 @@ fn ci_runs_the_readme_test_command() {
         ci.lines().any(|line| line.trim() == command),
         ".ci/run does not run README's test command {command:?}"
     );
+}
+
+// ---------------------------------------------------------------------------------------------
+// ARCHITECTURE.md's module names
+// ---------------------------------------------------------------------------------------------
+
+/// The modules `text` names, by ARCHITECTURE.md's convention: every code span that is a path of
+/// lowercase names joined by `::` (`protocol::transport`; `ToolError::Cancelled` is a type's
+/// item, not a module), and every name in a code span of a heading under "Code map".
+fn named_modules(text: &str) -> Vec<String> {
+    let is_module_path = |span: &str| {
+        !span.is_empty()
+            && span.split("::").all(|name| {
+                name.starts_with(|c: char| c.is_ascii_lowercase())
+                    && name.chars().all(|c| matches!(c, 'a'..='z' | '0'..='9' | '_'))
+            })
+    };
+    let mut names = Vec::new();
+    let mut in_code_map = false;
+    for line in text.lines() {
+        if let Some(heading) = line.strip_prefix("## ") {
+            in_code_map = heading.trim() == "Code map";
+        }
+        let heading = in_code_map && line.starts_with("### ");
+        for span in line.split('`').skip(1).step_by(2) {
+            for name in span.split(", ") {
+                if is_module_path(name) && (name.contains("::") || heading) {
+                    names.push(name.to_string());
+                }
+            }
+        }
+    }
+    names
+}
+
+/// Whether `module` (`protocol::transport`) is a file under src/: `a/b.rs` or `a/b/mod.rs`.
+fn module_exists(module: &str) -> bool {
+    let path = root().join("src").join(module.replace("::", "/"));
+    path.with_extension("rs").is_file() || path.join("mod.rs").is_file()
+}
+
+#[test]
+fn every_module_architecture_md_names_exists() {
+    let text = read(&root().join("ARCHITECTURE.md"));
+    let names = named_modules(&text);
+    assert!(names.len() > 20, "ARCHITECTURE.md names too few modules to be a map: {names:?}");
+    let missing: Vec<&String> = names.iter().filter(|name| !module_exists(name)).collect();
+    assert!(
+        missing.is_empty(),
+        "ARCHITECTURE.md names modules that are not in src/ (rename them there): {missing:?}"
+    );
+}
+
+#[test]
+fn the_module_check_catches_a_missing_module() {
+    let text =
+        "## Code map\n### `policy`, `nowhere`\nSee `protocol::transport` and `tools::nothing`, \
+         not `ToolError::Cancelled` or `tools/call`.\n## Invariants\n### `elsewhere`\n";
+    let names = named_modules(text);
+    assert_eq!(names, ["policy", "nowhere", "protocol::transport", "tools::nothing"]);
+    let missing: Vec<&String> = names.iter().filter(|name| !module_exists(name)).collect();
+    assert_eq!(missing, ["nowhere", "tools::nothing"]);
 }
