@@ -1,5 +1,5 @@
 //! The kernel sandbox around the server and the commands it runs. On Linux it is in layers
-//! (SECURITY.md has the table of what each blocks):
+//! (docs/security.md has the table of what each blocks):
 //!
 //! - `landlock`: the server and its commands may open only the allowed directories and the
 //!   system paths a shell needs;

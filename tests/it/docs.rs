@@ -438,3 +438,70 @@ fn the_module_check_catches_a_missing_module() {
     let missing: Vec<&String> = names.iter().filter(|name| !module_exists(name)).collect();
     assert_eq!(missing, ["nowhere", "tools::nothing"]);
 }
+
+// ---------------------------------------------------------------------------------------------
+// SECURITY.md's tests
+// ---------------------------------------------------------------------------------------------
+
+/// The tests a "tried by" cell names: `module::test` (a `*` ends a prefix) and `src/` paths.
+fn named_tests(table_cell: &str) -> Vec<String> {
+    table_cell.split('`').skip(1).step_by(2).map(str::to_string).collect()
+}
+
+/// What is wrong with `name`, a test SECURITY.md names, if anything.
+fn test_error(name: &str) -> Option<String> {
+    if name.starts_with("src/") {
+        return (!root().join(name).exists()).then(|| format!("{name}: no such file"));
+    }
+    let Some((module, test)) = name.split_once("::") else {
+        return Some(format!("{name}: not a `module::test` name"));
+    };
+    let file = root().join("tests/it").join(format!("{module}.rs"));
+    let Ok(text) = fs::read_to_string(&file) else {
+        return Some(format!("{name}: no tests/it/{module}.rs"));
+    };
+    let (prefix, whole) = match test.strip_suffix('*') {
+        Some(prefix) => (prefix, false),
+        None => (test, true),
+    };
+    let found = text.match_indices(prefix).any(|(at, _)| {
+        let before = text[..at].chars().next_back();
+        let after = text[at + prefix.len()..].chars().next();
+        let word = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_');
+        !word(before) && (!whole || !word(after))
+    });
+    (!found).then(|| format!("{name}: not in tests/it/{module}.rs"))
+}
+
+#[test]
+fn every_test_security_md_names_exists() {
+    let text = read(&root().join("SECURITY.md"));
+    let rows: Vec<&str> = text.lines().filter(|line| line.starts_with("| ")).skip(1).collect();
+    assert!(rows.len() > 20, "SECURITY.md's rule table has {} rows", rows.len());
+    let mut errors = Vec::new();
+    for row in rows {
+        let tried_by = row.trim_end_matches('|').rsplit('|').next().expect("a last cell");
+        let names = named_tests(tried_by);
+        if names.is_empty() {
+            errors.push(format!("a rule without a test: {row}"));
+        }
+        errors.extend(names.iter().filter_map(|name| test_error(name)));
+    }
+    assert!(
+        errors.is_empty(),
+        "SECURITY.md's table names tests that do not exist:\n{}",
+        errors.join("\n")
+    );
+}
+
+#[test]
+fn the_test_check_catches_a_missing_test() {
+    assert_eq!(test_error("policy::escape_prefix_sibling_*"), None);
+    assert_eq!(test_error("docs::every_test_security_md_names_exists"), None);
+    assert_eq!(test_error("src/policy/tests.rs"), None);
+    assert!(test_error("policy::escape_prefix_sibling").is_some());
+    assert!(test_error("read::no_such_test_*").is_some());
+    assert!(test_error("nowhere::test").is_some());
+    assert!(test_error("src/nowhere.rs").is_some());
+    assert_eq!(named_tests(" `a::b`, `src/c.rs` (`d`) "), ["a::b", "src/c.rs", "d"]);
+}
