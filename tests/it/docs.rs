@@ -1,6 +1,7 @@
 //! The documents against the code: README's tool table against `schemas/`, field by field,
-//! every relative link in the Markdown documents against the repository, and every module
-//! ARCHITECTURE.md names against `src/`.
+//! every relative link in the Markdown documents against the repository, every module
+//! ARCHITECTURE.md names against `src/`, and every test SECURITY.md's rule table names against
+//! the tests.
 //!
 //! A published copy of the repository has nothing beside it, so a link may not leave it.
 
