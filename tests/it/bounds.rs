@@ -13,24 +13,14 @@ use nix::fcntl::{open, openat, OFlag};
 use nix::sys::stat::{mkdirat, Mode};
 use serde_json::{json, Value};
 
+#[cfg(target_os = "linux")]
+use crate::harness::peak_rss_bytes;
 use crate::harness::{Server, TestEnv};
 
 const MIB: usize = 1024 * 1024;
 /// The tools' bound on a reply's content (24 MiB of JSON), plus room for the envelope, the
 /// notes and the paths that head each item.
 const LINE_BOUND: usize = 25 * MIB;
-
-/// The server's peak resident memory so far (`VmHWM`), in MiB.
-#[cfg(target_os = "linux")]
-fn peak_rss_mib(server: &Server) -> usize {
-    let status = fs::read_to_string(format!("/proc/{}/status", server.pid())).expect("status");
-    let kib: usize = status
-        .lines()
-        .find_map(|line| line.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .expect("VmHWM");
-    kib / 1024
-}
 
 #[track_caller]
 fn assert_bounded(tool: &str, line: &str) {
@@ -64,7 +54,7 @@ fn r13_read_multiple_files_of_one_16_mib_file_fifty_times_is_bounded() {
     assert!(last.contains("read_file"), "the note does not say how to get it: {last}");
     #[cfg(target_os = "linux")]
     {
-        let peak = peak_rss_mib(&server);
+        let peak = (peak_rss_bytes(server.pid()) >> 20) as usize;
         assert!(peak < 256, "the server's peak RSS reached {peak} MiB");
     }
 }

@@ -8,6 +8,8 @@ use std::time::Instant;
 
 use serde_json::{json, Value};
 
+#[cfg(target_os = "linux")]
+use crate::harness::any_thread_running;
 use crate::harness::{Server, TestEnv};
 
 /// Bytes of `a` in the file a slow edit rewrites: one regex replacement per byte, a second or
@@ -339,16 +341,6 @@ fn a_glob_edit_never_reaches_through_a_symlink_out_of_its_turn() {
     assert_eq!(env.read_string("root/dir/own.txt"), "b");
 }
 
-/// Whether some thread of `pid` is running.
-#[cfg(target_os = "linux")]
-fn busy(pid: u32) -> bool {
-    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).expect("/proc/<pid>/task");
-    tasks.filter_map(Result::ok).any(|task| {
-        let stat = std::fs::read_to_string(task.path().join("stat")).unwrap_or_default();
-        stat.rsplit_once(") ").is_some_and(|(_, rest)| rest.starts_with('R'))
-    })
-}
-
 /// A writer cancelled while it runs gives its turn up at once: the next writer of the same
 /// file goes without waiting for the cancelled call's work to end.
 #[test]
@@ -367,7 +359,7 @@ fn r13_a_cancelled_writer_gives_up_its_turn_at_once() {
     send_call(&mut server, "slow", "edit_file", slow_edit(&env.p("root/slow.txt"), false));
     // Running, not merely read: its thread is busy.
     let deadline = Instant::now() + Duration::from_secs(10);
-    while !busy(server.pid()) {
+    while !any_thread_running(server.pid()) {
         assert!(Instant::now() < deadline, "the edit never started");
         // Polling, not synchronizing: nothing signals that a call has started.
         std::thread::sleep(Duration::from_millis(5));

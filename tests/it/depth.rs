@@ -1,9 +1,8 @@
 //! Trees deeper than any recursion could take: every tree operation at depth 20,000, and the server lives on.
 //!
 //! See: issue #13, item 3. A client can build such a tree (create_directory makes 2,000 levels in
-//! one call), and before the tree operations were made iterative, copy_file died of a stack
-//! overflow at depth 1,000, a move across filesystems at 1,500 and delete_file at 15,000, taking
-//! the whole server with them. The chains here are built, checked and removed one level at a time
+//! one call). Done by recursion, copy_file overflows its stack at depth 1,000, a move across
+//! filesystems at 1,500 and delete_file at 15,000, and the whole server dies with it. The chains here are built, checked and removed one level at a time
 //! through directory handles: their paths are ten times PATH_MAX, and `std::fs::remove_dir_all`
 //! recurses.
 
