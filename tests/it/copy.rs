@@ -10,7 +10,7 @@ use std::fs;
 
 use serde_json::json;
 
-use crate::harness::{path_str, Response, Server, TestEnv};
+use crate::harness::{Response, Server, TestEnv};
 
 // ---------------------------------------------------------------------------------------------
 // copy_file
@@ -270,13 +270,7 @@ fn copy_file_refuses_a_fifo_and_a_tree_holding_one_leaving_nothing() {
 fn copy_file_from_a_read_only_root_into_a_read_write_one() {
     let env = TestEnv::new(&["ro/dir"], &[("ro/dir/x.txt", "x"), ("ro/f.txt", "f")]);
     let before = env.snapshot().under("ro/");
-    let mut server = Server::start_with([
-        "--mcp-server".to_owned(),
-        "--allow".to_owned(),
-        format!("{}:rw", path_str(&env.root())),
-        "--allow".to_owned(),
-        format!("{}:ro", env.p("ro")),
-    ]);
+    let mut server = Server::start_also(&env, &[("ro", "ro")]);
     // Copying only reads the source: a read-only root is enough (move_file needs write).
     copy(&mut server, &env.p("ro/f.txt"), &env.p("root/f.txt")).text();
     copy(&mut server, &env.p("ro/dir"), &env.p("root/dir")).text();
@@ -295,13 +289,7 @@ fn copy_file_from_a_read_only_root_into_a_read_write_one() {
 #[test]
 fn copy_file_onto_an_allowed_directory_itself_is_refused() {
     let env = TestEnv::new(&["other"], &[("root/a.txt", "a")]);
-    let mut server = Server::start_with([
-        "--mcp-server".to_owned(),
-        "--allow".to_owned(),
-        format!("{}:rw", path_str(&env.root())),
-        "--allow".to_owned(),
-        format!("{}:rw", env.p("other")),
-    ]);
+    let mut server = Server::start_also(&env, &[("other", "rw")]);
     let before = env.snapshot();
     let args =
         json!({"source": env.p("root/a.txt"), "destination": env.p("other"), "overwrite": true});

@@ -414,6 +414,17 @@ impl Server {
         Server::start_with(["--mcp-server", "--allow", &allow])
     }
 
+    /// `replay --mcp-server --allow <root>:rw`, then `--allow <rel>:<mode>` for each of `also`
+    /// (`rel` under the test's base directory, `mode` `rw` or `ro`), initialized.
+    pub fn start_also(env: &TestEnv, also: &[(&str, &str)]) -> Server {
+        let mut args = vec!["--mcp-server".to_owned(), "--allow".to_owned()];
+        args.push(format!("{}:rw", path_str(&env.root())));
+        for (rel, mode) in also {
+            args.extend(["--allow".to_owned(), format!("{}:{mode}", env.p(rel))]);
+        }
+        Server::start_with(args)
+    }
+
     /// Spawns with `args` and runs the `initialize` handshake.
     pub fn start_with<I, S>(args: I) -> Server
     where

@@ -972,13 +972,7 @@ fn the_sample_tree_through_every_walking_tool() {
 #[test]
 fn searches_work_in_read_only_and_second_roots() {
     let env = TestEnv::new(&[], &[("root/a.txt", "needle"), ("ro/sub/b.txt", "needle")]);
-    let mut server = Server::start_with([
-        "--mcp-server".to_owned(),
-        "--allow".to_owned(),
-        format!("{}:rw", path_str(&env.root())),
-        "--allow".to_owned(),
-        format!("{}:ro", env.p("ro")),
-    ]);
+    let mut server = Server::start_also(&env, &[("ro", "ro")]);
     let before = env.snapshot();
     let ro = env.p("ro");
     let b = env.p("ro/sub/b.txt");
