@@ -35,7 +35,7 @@ fn control_lines(size: usize, width: usize) -> String {
 }
 
 #[test]
-fn r13_read_multiple_files_of_one_16_mib_file_fifty_times_is_bounded() {
+fn read_multiple_files_of_one_16_mib_file_fifty_times_is_bounded() {
     let env = TestEnv::new(&[], &[]);
     let mut line = "0123456789abcdef".repeat(4);
     line.pop();
@@ -60,7 +60,7 @@ fn r13_read_multiple_files_of_one_16_mib_file_fifty_times_is_bounded() {
 }
 
 #[test]
-fn r13_a_16_mib_file_of_control_bytes_is_refused_whole_and_paged_within_the_bound() {
+fn a_16_mib_file_of_control_bytes_is_refused_whole_and_paged_within_the_bound() {
     let env = TestEnv::new(&[], &[]);
     let text = control_lines(16 * MIB, 1024);
     env.write("root/ctl.txt", &text);
@@ -112,7 +112,7 @@ fn control_named_files(dir: &Path, count: usize, width: usize) {
 }
 
 #[test]
-fn r13_listings_and_searches_are_bounded() {
+fn listings_and_searches_are_bounded() {
     let env = TestEnv::new(&["root/deep", "root/flat"], &[]);
     // 2,000 files whose paths (3,900 bytes, nearly all control bytes) escape to 23 KB each.
     let bottom = control_named_dirs(&env.path("root/deep"), 17, 220);
@@ -146,7 +146,7 @@ fn r13_listings_and_searches_are_bounded() {
 }
 
 #[test]
-fn r13_grep_output_is_bounded() {
+fn grep_output_is_bounded() {
     let env = TestEnv::new(&[], &[]);
     // 10,000 matching lines of 999 control bytes: 6 KB each once escaped, twice over (the text
     // and the structured matches).
@@ -170,7 +170,7 @@ fn r13_grep_output_is_bounded() {
 }
 
 #[test]
-fn r13_dry_run_diffs_are_bounded() {
+fn dry_run_diffs_are_bounded() {
     let env = TestEnv::new(&[], &[]);
     // Every line changes: the diff holds the file twice, 8 MiB of control bytes, 48 MiB escaped.
     env.write("root/ctl.txt", control_lines(4 * MIB, 100));

@@ -42,7 +42,7 @@ fn call_line(raw_id: &str, tool: &str, args: Value) -> String {
 /// result with structured data (as a value and as spliced JSON), and in a batch.
 /// See: issue #13, item 10 (`123456789012345678901234567890` came back as `1.2345678901234568e+29`).
 #[test]
-fn r13_odd_ids_are_echoed_byte_for_byte() {
+fn odd_ids_are_echoed_byte_for_byte() {
     let env = TestEnv::new(&["root/dir/sub"], &[("root/dir/a.txt", "A")]);
     let mut server = Server::start(&env);
     let dir = env.p("root/dir");
@@ -73,7 +73,7 @@ fn r13_odd_ids_are_echoed_byte_for_byte() {
 /// `notifications/cancelled` finds a call by its id as sent: of two ids that are one number to
 /// an f64, only the one named is cancelled, and the other is answered with its own id.
 #[test]
-fn r13_cancel_finds_the_call_by_its_raw_id() {
+fn cancel_finds_the_call_by_its_raw_id() {
     let env = TestEnv::new(&[], &[]);
     let mut server = Server::start(&env);
     let (kept, cancelled) = ("123456789012345678901234567891", "123456789012345678901234567890");
@@ -104,7 +104,7 @@ fn nest(env: &TestEnv, rel: &str, depth: usize) {
 /// levels and came back as `null`; replies are no longer parsed back at all.)
 /// See: issue #13, item 9 (a `directory_tree` 100 deep came back as `null`, its id lost).
 #[test]
-fn r13_a_batch_keeps_deep_replies_whole_with_their_ids() {
+fn a_batch_keeps_deep_replies_whole_with_their_ids() {
     let env = TestEnv::new(&[], &[]);
     nest(&env, "root/deep200", 200);
     nest(&env, "root/deep1000", 1000);
@@ -150,7 +150,7 @@ fn depth_after(text: &str) -> i64 {
 
 /// A batch of every kind of reply: each id once, with the reply its element asked for.
 #[test]
-fn r13_a_batch_of_mixed_replies_keeps_every_id() {
+fn a_batch_of_mixed_replies_keeps_every_id() {
     let env = TestEnv::new(&["root/dir"], &[("root/dir/a.txt", "A")]);
     let mut server = Server::start(&env);
     let (dir, a) = (env.p("root/dir"), env.p("root/dir/a.txt"));
@@ -242,7 +242,7 @@ fn control_bytes(len: usize) -> Vec<u8> {
 /// the protocol's cap on the whole line can refuse the third.
 /// See: issue #13, item 4 (one small request made a 5 GB reply).
 #[test]
-fn r13_a_batch_past_the_reply_cap_gets_the_paging_error_for_what_does_not_fit() {
+fn a_batch_past_the_reply_cap_gets_the_paging_error_for_what_does_not_fit() {
     // 12 MiB of short lines: 13.2 MiB of JSON each, two fit under 32 MiB, three do not.
     const FILE: usize = 12 << 20;
     let env = TestEnv::new(&[], &[]);
@@ -282,7 +282,7 @@ fn r13_a_batch_past_the_reply_cap_gets_the_paging_error_for_what_does_not_fit() 
 /// MiB of JSON. Either the tool stops at the cap by itself or the reply becomes the paging
 /// error; never a reply line past the cap, and the server's memory stays near the cap.
 #[test]
-fn r13_one_reply_past_the_cap_is_never_written_whole() {
+fn one_reply_past_the_cap_is_never_written_whole() {
     const FILE: usize = 16 << 20;
     let env = TestEnv::new(&[], &[]);
     env.write("root/control.bin", control_bytes(FILE));
@@ -313,7 +313,7 @@ fn r13_one_reply_past_the_cap_is_never_written_whole() {
 /// See: issue #13, item 5 (40 pipelined reads with stdout unread reached 3.9 GB).
 #[test]
 #[cfg(target_os = "linux")]
-fn r13_a_client_that_stops_reading_gets_backpressure_not_a_growing_queue() {
+fn a_client_that_stops_reading_gets_backpressure_not_a_growing_queue() {
     use std::io::{BufRead, BufReader};
     const FILE: usize = 4 << 20;
     const READS: usize = 24;
@@ -425,7 +425,7 @@ fn r13_a_client_that_stops_reading_gets_backpressure_not_a_growing_queue() {
 /// what its line does.
 /// See: issue #13, item 2 (the attacker's D1).
 #[test]
-fn r13_a_batch_holds_at_most_a_thousand_messages() {
+fn a_batch_holds_at_most_a_thousand_messages() {
     let env = TestEnv::new(&[], &[]);
     let mut server = Server::start(&env);
     let ping = request_line("1", "ping", &json!({}));
@@ -462,7 +462,7 @@ fn r13_a_batch_holds_at_most_a_thousand_messages() {
 /// and the batch's reply is cut at the cap.
 /// See: issue #13, item 2 (the attacker's D2).
 #[test]
-fn r13_calls_that_hold_data_run_a_few_at_a_time() {
+fn calls_that_hold_data_run_a_few_at_a_time() {
     const FILE: usize = 8 << 20;
     let env = TestEnv::new(&[], &[]);
     env.write("root/lines.txt", b"abcdefghi\n".repeat(FILE / 10));
@@ -497,7 +497,7 @@ fn r13_calls_that_hold_data_run_a_few_at_a_time() {
 /// See: issue #13, item 2 (the second attacker's finding 1).
 #[cfg(target_os = "linux")]
 #[test]
-fn r13_calls_waiting_for_a_place_are_bounded_in_memory() {
+fn calls_waiting_for_a_place_are_bounded_in_memory() {
     use std::io::Write as _;
     const LINES: usize = 200;
     let env = TestEnv::new(&[], &[]);

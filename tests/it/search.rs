@@ -107,7 +107,7 @@ fn check_search_excluding(needle: &str, excludes: &[&str], expect: &[&str]) {
     for args in [canonical, legacy] {
         let got = call_stable(&mut server, "search_files", &args);
         // Nothing found: the contract's line first; a glob-like needle gets a hint after it
-        // (`fence::r13_search_files_with_glob_characters_and_no_match_points_to_glob_search`).
+        // (`fence::search_files_with_glob_characters_and_no_match_points_to_glob_search`).
         let got = if expect.is_empty() { got.lines().next().unwrap_or("").to_owned() } else { got };
         assert_eq!(got, want, "{args}");
     }

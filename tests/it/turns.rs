@@ -46,7 +46,7 @@ fn next_reply_id(server: &mut Server) -> Value {
 /// file (which changes nothing, so takes no turn).
 /// See: issue #13, item 8 (a write_file waited 51 s behind an unrelated long call).
 #[test]
-fn r13_a_long_edit_does_not_delay_a_write_elsewhere() {
+fn a_long_edit_does_not_delay_a_write_elsewhere() {
     let env = TestEnv::new(&[], &[("root/other.txt", "old")]);
     env.write("root/slow.txt", "a".repeat(SLOW_BYTES));
     let mut server = Server::start(&env);
@@ -97,7 +97,7 @@ fn r13_a_long_edit_does_not_delay_a_write_elsewhere() {
 /// symlinked parent, relative), all apply, in the order sent: none runs beside another. So do
 /// a write, an edit, a move and an edit of where it moved.
 #[test]
-fn r13_pipelined_changes_of_one_file_apply_in_order_under_any_spelling() {
+fn pipelined_changes_of_one_file_apply_in_order_under_any_spelling() {
     let env = TestEnv::new(&["root/dir", "root/sub"], &[]);
     env.symlink("dir", "root/alias");
     // Padding makes each edit read, match and write a few megabytes: long enough that two
@@ -364,7 +364,7 @@ fn a_glob_edit_never_reaches_through_a_symlink_out_of_its_turn() {
 /// that stretches only the second is outlasted by `in_one_of_three`.
 #[test]
 #[cfg(target_os = "linux")]
-fn r13_a_cancelled_writer_gives_up_its_turn_at_once() {
+fn a_cancelled_writer_gives_up_its_turn_at_once() {
     in_one_of_three("the write behind a cancelled edit", "the edit uncancelled", || {
         let env = TestEnv::new(&[], &[]);
         env.write("root/slow.txt", "a".repeat(SLOW_BYTES));
