@@ -867,6 +867,8 @@ impl Proc {
         Proc { child: Some(child), pid, stdin, stdout, stderr }
     }
 
+    /// The process id, for `/proc/<pid>`.
+    #[cfg(target_os = "linux")]
     pub fn pid(&self) -> u32 {
         self.pid
     }
