@@ -46,7 +46,7 @@ fn grep_with_globs(env: &TestEnv, id: u32, globs: &str) -> String {
 /// 1,000): small enough to be read into values (`jsonrpc::read_cost`), so that the validation
 /// is what is measured. Reading costs 32 bytes per `0,` (16x); before, validating added 190x.
 #[test]
-fn r13_a_huge_invalid_array_is_refused_at_its_first_element_in_bounded_memory() {
+fn a_huge_invalid_array_is_refused_at_its_first_element_in_bounded_memory() {
     let env = TestEnv::new(&["root"], &[]);
     let mut server = Server::start(&env);
     let line = format!(
@@ -67,7 +67,7 @@ fn r13_a_huge_invalid_array_is_refused_at_its_first_element_in_bounded_memory() 
 /// small edits, 28 bytes per byte once read) are refused before they are read into values,
 /// with their id and a message that says to send less; the line itself is all they cost.
 #[test]
-fn r13_a_line_too_costly_to_read_is_refused_before_it_is_read() {
+fn a_line_too_costly_to_read_is_refused_before_it_is_read() {
     let env = TestEnv::new(&["root"], &[("root/a.txt", "hello\n")]);
     let mut server = Server::start(&env);
     let zeros = grep_with_globs(&env, 7, &vec!["0"; 10_000_000].join(","));
@@ -90,7 +90,7 @@ fn r13_a_line_too_costly_to_read_is_refused_before_it_is_read() {
 /// Big requests of the ordinary kind are read and served: a 20 MB write_file (its content is
 /// one string, read at a byte per byte) and an edit_file of 2,000 edits.
 #[test]
-fn r13_big_ordinary_requests_are_served() {
+fn big_ordinary_requests_are_served() {
     let env = TestEnv::new(&["root"], &[("root/a.txt", "hello\n")]);
     let mut server = Server::start(&env);
     let content = "0123456789abcdef\n".repeat(20 << 20 >> 4);

@@ -13,24 +13,14 @@ use nix::fcntl::{open, openat, OFlag};
 use nix::sys::stat::{mkdirat, Mode};
 use serde_json::{json, Value};
 
+#[cfg(target_os = "linux")]
+use crate::harness::peak_rss_bytes;
 use crate::harness::{Server, TestEnv};
 
 const MIB: usize = 1024 * 1024;
 /// The tools' bound on a reply's content (24 MiB of JSON), plus room for the envelope, the
 /// notes and the paths that head each item.
 const LINE_BOUND: usize = 25 * MIB;
-
-/// The server's peak resident memory so far (`VmHWM`), in MiB.
-#[cfg(target_os = "linux")]
-fn peak_rss_mib(server: &Server) -> usize {
-    let status = fs::read_to_string(format!("/proc/{}/status", server.pid())).expect("status");
-    let kib: usize = status
-        .lines()
-        .find_map(|line| line.strip_prefix("VmHWM:"))
-        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
-        .expect("VmHWM");
-    kib / 1024
-}
 
 #[track_caller]
 fn assert_bounded(tool: &str, line: &str) {
@@ -45,7 +35,7 @@ fn control_lines(size: usize, width: usize) -> String {
 }
 
 #[test]
-fn r13_read_multiple_files_of_one_16_mib_file_fifty_times_is_bounded() {
+fn read_multiple_files_of_one_16_mib_file_fifty_times_is_bounded() {
     let env = TestEnv::new(&[], &[]);
     let mut line = "0123456789abcdef".repeat(4);
     line.pop();
@@ -64,13 +54,13 @@ fn r13_read_multiple_files_of_one_16_mib_file_fifty_times_is_bounded() {
     assert!(last.contains("read_file"), "the note does not say how to get it: {last}");
     #[cfg(target_os = "linux")]
     {
-        let peak = peak_rss_mib(&server);
+        let peak = (peak_rss_bytes(server.pid()) >> 20) as usize;
         assert!(peak < 256, "the server's peak RSS reached {peak} MiB");
     }
 }
 
 #[test]
-fn r13_a_16_mib_file_of_control_bytes_is_refused_whole_and_paged_within_the_bound() {
+fn a_16_mib_file_of_control_bytes_is_refused_whole_and_paged_within_the_bound() {
     let env = TestEnv::new(&[], &[]);
     let text = control_lines(16 * MIB, 1024);
     env.write("root/ctl.txt", &text);
@@ -122,7 +112,7 @@ fn control_named_files(dir: &Path, count: usize, width: usize) {
 }
 
 #[test]
-fn r13_listings_and_searches_are_bounded() {
+fn listings_and_searches_are_bounded() {
     let env = TestEnv::new(&["root/deep", "root/flat"], &[]);
     // 2,000 files whose paths (3,900 bytes, nearly all control bytes) escape to 23 KB each.
     let bottom = control_named_dirs(&env.path("root/deep"), 17, 220);
@@ -156,7 +146,7 @@ fn r13_listings_and_searches_are_bounded() {
 }
 
 #[test]
-fn r13_grep_output_is_bounded() {
+fn grep_output_is_bounded() {
     let env = TestEnv::new(&[], &[]);
     // 10,000 matching lines of 999 control bytes: 6 KB each once escaped, twice over (the text
     // and the structured matches).
@@ -180,7 +170,7 @@ fn r13_grep_output_is_bounded() {
 }
 
 #[test]
-fn r13_dry_run_diffs_are_bounded() {
+fn dry_run_diffs_are_bounded() {
     let env = TestEnv::new(&[], &[]);
     // Every line changes: the diff holds the file twice, 8 MiB of control bytes, 48 MiB escaped.
     env.write("root/ctl.txt", control_lines(4 * MIB, 100));

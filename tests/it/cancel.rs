@@ -88,7 +88,7 @@ fn numbered_lines(n: usize) -> String {
 }
 
 #[test]
-fn r13_a_dry_run_diff_of_100k_changed_lines_answers_in_bounded_time() {
+fn a_dry_run_diff_of_100k_changed_lines_answers_in_bounded_time() {
     let env = TestEnv::new(&[], &[]);
     env.write("root/f.txt", numbered_lines(100_000));
     let mut server = Server::start(&env);
@@ -107,7 +107,7 @@ fn r13_a_dry_run_diff_of_100k_changed_lines_answers_in_bounded_time() {
 
 #[test]
 #[cfg(target_os = "linux")]
-fn r13_a_cancelled_offset_scan_of_a_1_tib_sparse_file_stops() {
+fn a_cancelled_offset_scan_of_a_1_tib_sparse_file_stops() {
     let env = TestEnv::new(&[], &[]);
     // Text at the start (a partial read refuses a file whose first 4 KiB hold a NUL), then a
     // terabyte of holes: the scan for a line far away reads zeros for minutes.
@@ -127,7 +127,7 @@ fn r13_a_cancelled_offset_scan_of_a_1_tib_sparse_file_stops() {
 
 #[test]
 #[cfg(target_os = "linux")]
-fn r13_a_cancelled_regex_edit_stops() {
+fn a_cancelled_regex_edit_stops() {
     let env = TestEnv::new(&[], &[]);
     env.write("root/f.txt", "abcdefg\n".repeat(2 * 1024 * 1024));
     let mut server = Server::start(&env);
@@ -147,7 +147,7 @@ fn r13_a_cancelled_regex_edit_stops() {
 
 #[test]
 #[cfg(target_os = "linux")]
-fn r13_cancelled_dry_run_diffs_stop() {
+fn cancelled_dry_run_diffs_stop() {
     let env = TestEnv::new(&[], &[]);
     let text = numbered_lines(100_000);
     let paths: Vec<String> = (0..40)

@@ -668,13 +668,7 @@ fn reply_uses_the_normalized_path() {
 #[test]
 fn relative_path_resolves_in_the_first_root() {
     let env = TestEnv::new(&["second"], &[(FILE, "a\n"), ("second/f.txt", "a\n")]);
-    let mut server = Server::start_with([
-        "--mcp-server".to_owned(),
-        "--allow".to_owned(),
-        format!("{}:rw", path_str(&env.root())),
-        "--allow".to_owned(),
-        format!("{}:rw", env.p("second")),
-    ]);
+    let mut server = Server::start_also(&env, &[("second", "rw")]);
     assert_eq!(
         server.call_text("edit_file", json!({"path": "f.txt", "edits": lit("a", "b")})),
         format!("Successfully edited {}", env.p(FILE))

@@ -138,12 +138,12 @@ fn keystrokes_rows(seccomp: bool) {
 }
 
 #[test]
-fn r13_commands_cannot_push_keystrokes_into_a_terminal() {
+fn commands_cannot_push_keystrokes_into_a_terminal() {
     keystrokes_rows(false);
 }
 
 #[test]
-fn r13_commands_cannot_push_keystrokes_into_a_terminal_seccomp() {
+fn commands_cannot_push_keystrokes_into_a_terminal_seccomp() {
     keystrokes_rows(true);
 }
 
@@ -232,12 +232,12 @@ fn tracing_rows(seccomp: bool) {
 }
 
 #[test]
-fn r13_commands_cannot_trace_or_signal_the_server() {
+fn commands_cannot_trace_or_signal_the_server() {
     tracing_rows(false);
 }
 
 #[test]
-fn r13_commands_cannot_trace_or_signal_the_server_seccomp() {
+fn commands_cannot_trace_or_signal_the_server_seccomp() {
     tracing_rows(true);
 }
 
@@ -264,7 +264,7 @@ fn nested_env() -> (TestEnv, Vec<String>) {
 }
 
 #[test]
-fn r13_a_renamed_read_only_root_stays_read_only_to_the_tools() {
+fn a_renamed_read_only_root_stays_read_only_to_the_tools() {
     let (env, args) = nested_env();
     let mut server = Server::start_with(&args);
     let err = server.call_err(
@@ -295,7 +295,7 @@ fn r13_a_renamed_read_only_root_stays_read_only_to_the_tools() {
 }
 
 #[test]
-fn r13_commands_cannot_rename_the_parents_of_a_nested_read_only_root() {
+fn commands_cannot_rename_the_parents_of_a_nested_read_only_root() {
     if !require("Landlock", kernel_has_landlock()) {
         return;
     }
@@ -336,7 +336,7 @@ fn many_dirs(n: usize) -> TestEnv {
 }
 
 #[test]
-fn r13_a_client_sending_ten_thousand_roots_gets_at_most_256() {
+fn a_client_sending_ten_thousand_roots_gets_at_most_256() {
     let env = many_dirs(300);
     let mut server = Server::spawn(["--mcp-server", "--allow", &format!("{}:rw", env.p("root"))]);
     crate::roots::initialize_with_roots(&mut server);
@@ -354,7 +354,7 @@ fn r13_a_client_sending_ten_thousand_roots_gets_at_most_256() {
 }
 
 #[test]
-fn r13_more_than_256_allowed_directories_are_refused_at_start() {
+fn more_than_256_allowed_directories_are_refused_at_start() {
     let env = many_dirs(257);
     let mut cmd = replay_command();
     cmd.arg("--mcp-server");
@@ -372,7 +372,7 @@ fn r13_more_than_256_allowed_directories_are_refused_at_start() {
 // ---------------------------------------------------------------------------------------------
 
 #[test]
-fn r13_globs_are_bounded_in_bytes() {
+fn globs_are_bounded_in_bytes() {
     let env = TestEnv::new(&[], &[("root/a.txt", "a\n")]);
     let mut server = Server::start(&env);
     let dir = env.p("root");
@@ -406,7 +406,7 @@ fn r13_globs_are_bounded_in_bytes() {
 // ---------------------------------------------------------------------------------------------
 
 #[test]
-fn r13_search_files_with_glob_characters_and_no_match_points_to_glob_search() {
+fn search_files_with_glob_characters_and_no_match_points_to_glob_search() {
     let env = TestEnv::new(&[], &[("root/main.rs", "fn main() {}\n")]);
     let mut server = Server::start(&env);
     for needle in ["*.rs", "ma?n", "[m]ain"] {

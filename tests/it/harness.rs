@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::thread;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -75,14 +75,16 @@ pub fn replay_command() -> Command {
 /// `if !require("Landlock", has_landlock()) { return; }`. `src/capability.rs` is its twin for
 /// the unit tests.
 #[track_caller]
-#[expect(clippy::print_stderr, reason = "a skipped test says why on the test output")]
 pub fn require(capability: &str, available: bool) -> bool {
     if available {
         return true;
     }
     let in_ci = std::env::var_os("CI").is_some_and(|v| v == "true");
     assert!(!in_ci, "CI=true, and this test needs {capability}, which this machine lacks");
-    eprintln!("skipped: this test needs {capability}");
+    // Straight to the stderr handle: libtest captures `eprintln!` and shows it only for a failed
+    // test or under `--nocapture`, so a skipped test would pass as `ok` without a word.
+    let line = format!("skipped: this test needs {capability}\n");
+    let _ = std::io::Write::write_all(&mut std::io::stderr(), line.as_bytes());
     false
 }
 
@@ -412,6 +414,17 @@ impl Server {
         Server::start_with(["--mcp-server", "--allow", &allow])
     }
 
+    /// `replay --mcp-server --allow <root>:rw`, then `--allow <rel>:<mode>` for each of `also`
+    /// (`rel` under the test's base directory, `mode` `rw` or `ro`), initialized.
+    pub fn start_also(env: &TestEnv, also: &[(&str, &str)]) -> Server {
+        let mut args = vec!["--mcp-server".to_owned(), "--allow".to_owned()];
+        args.push(format!("{}:rw", path_str(&env.root())));
+        for (rel, mode) in also {
+            args.extend(["--allow".to_owned(), format!("{}:{mode}", env.p(rel))]);
+        }
+        Server::start_with(args)
+    }
+
     /// Spawns with `args` and runs the `initialize` handshake.
     pub fn start_with<I, S>(args: I) -> Server
     where
@@ -459,14 +472,7 @@ impl Server {
     /// The server's peak resident set so far (`VmHWM` in `/proc/<pid>/status`), in KiB.
     #[cfg(target_os = "linux")]
     pub fn peak_rss_kib(&self) -> u64 {
-        let pid = self.child.as_ref().expect("server already reaped").id();
-        let status = fs::read_to_string(format!("/proc/{pid}/status"))
-            .unwrap_or_else(|e| panic!("reading /proc/{pid}/status: {e}"));
-        let line = status
-            .lines()
-            .find_map(|line| line.strip_prefix("VmHWM:"))
-            .unwrap_or_else(|| panic!("no VmHWM in /proc/{pid}/status:\n{status}"));
-        line.trim().trim_end_matches("kB").trim().parse().expect("VmHWM is a number of kB")
+        peak_rss_bytes(self.pid()) >> 10
     }
 
     /// The server's process id (for `/proc/<pid>/status`).
@@ -691,6 +697,297 @@ pub fn run_cli(mut cmd: Command, stdin: &str) -> CliOutput {
     let status = child.wait().unwrap_or_else(|e| panic!("waiting for replay: {e}"));
     let [stdout, stderr] = outputs;
     CliOutput { status, stdout, stderr }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Proc: the binary with raw pipes, and what /proc says of it
+// ---------------------------------------------------------------------------------------------
+
+/// The prefix of replay's temp files (`src/tools/write.rs`, `TEMP_PREFIX`).
+pub const TEMP_PREFIX: &str = ".replay-tmp.";
+
+/// The most resident memory the server may reach while serving `load`'s 10,000 requests, and
+/// while skipping a 100 MB line.
+#[cfg(target_os = "linux")]
+pub const PEAK_RSS_LIMIT_KIB: u64 = 100 * 1024;
+
+/// Prints a test's measurement as `[topic] line`; libtest shows it under `--nocapture`.
+#[expect(clippy::print_stderr, reason = "the measurements are reported on the test output")]
+pub fn report(topic: &str, line: &str) {
+    eprintln!("[{topic}] {line}");
+}
+
+/// The peak resident set of process `pid` so far (`VmHWM` in `/proc/<pid>/status`), in bytes.
+#[cfg(target_os = "linux")]
+pub fn peak_rss_bytes(pid: u32) -> u64 {
+    let status = fs::read_to_string(format!("/proc/{pid}/status"))
+        .unwrap_or_else(|e| panic!("reading /proc/{pid}/status: {e}"));
+    let kib: u64 = status
+        .lines()
+        .find_map(|line| line.strip_prefix("VmHWM:"))
+        .unwrap_or_else(|| panic!("no VmHWM in /proc/{pid}/status:\n{status}"))
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .expect("VmHWM is a number of kB");
+    kib << 10
+}
+
+/// Whether some thread of process `pid` is running or runnable (state `R` in
+/// `/proc/<pid>/task/*/stat`); a thread that ended meanwhile counts as asleep.
+#[cfg(target_os = "linux")]
+pub fn any_thread_running(pid: u32) -> bool {
+    let tasks = fs::read_dir(format!("/proc/{pid}/task")).expect("/proc/<pid>/task");
+    tasks.filter_map(Result::ok).any(|task| {
+        let stat = fs::read_to_string(task.path().join("stat")).unwrap_or_default();
+        // The state follows the command name in parentheses.
+        stat.rsplit_once(") ").is_some_and(|(_, rest)| rest.starts_with('R'))
+    })
+}
+
+/// Makes `pipe` non-blocking, for `write_some` and `gets_room`.
+#[cfg(target_os = "linux")]
+pub fn set_nonblocking(pipe: &ChildStdin) {
+    use nix::fcntl::{fcntl, FcntlArg, OFlag};
+    use std::os::fd::AsFd;
+    fcntl(pipe.as_fd(), FcntlArg::F_SETFL(OFlag::O_NONBLOCK)).expect("O_NONBLOCK");
+}
+
+/// Writes `bytes` to the non-blocking `pipe` as far as it takes them; how many it took.
+#[cfg(target_os = "linux")]
+pub fn write_some(pipe: &mut ChildStdin, bytes: &[u8]) -> usize {
+    match pipe.write(bytes) {
+        Ok(n) => n,
+        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => 0,
+        Err(e) => panic!("writing to replay's stdin: {e}"),
+    }
+}
+
+/// Whether `pipe` has room for a write within `wait`: the server read some of it.
+#[cfg(target_os = "linux")]
+pub fn gets_room(pipe: &ChildStdin, wait: Duration) -> bool {
+    use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+    use std::os::fd::AsFd;
+    let mut fds = [PollFd::new(pipe.as_fd(), PollFlags::POLLOUT)];
+    let timeout = PollTimeout::try_from(wait).expect("a short wait");
+    poll(&mut fds, timeout).expect("poll") == 1
+}
+
+/// Writes `pending`, then whatever `more` gives, into the non-blocking `stdin` of process `pid`
+/// until the pipe is full and stays full for 500 ms while every thread of `pid` sleeps: the
+/// server has stopped reading, and not because it is busy. `false` if `more` runs dry or
+/// `limit` passes first. What was not written stays in `pending`.
+#[cfg(target_os = "linux")]
+pub fn feed_until_reading_stops(
+    stdin: &mut ChildStdin,
+    pid: u32,
+    pending: &mut Vec<u8>,
+    mut more: impl FnMut() -> Option<Vec<u8>>,
+    limit: Duration,
+) -> bool {
+    let deadline = Instant::now() + limit;
+    while Instant::now() < deadline {
+        if pending.is_empty() {
+            let Some(bytes) = more() else { return false };
+            *pending = bytes;
+        }
+        let n = write_some(stdin, pending);
+        pending.drain(..n);
+        if n > 0 || gets_room(stdin, Duration::from_millis(10)) {
+            continue;
+        }
+        if !any_thread_running(pid)
+            && !gets_room(stdin, Duration::from_millis(500))
+            && !any_thread_running(pid)
+        {
+            return true;
+        }
+    }
+    false
+}
+
+/// The names in `dir` that look like replay temp files, sorted.
+pub fn temp_files(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("read_dir {}: {e}", dir.display()))
+        .map(|entry| entry.expect("dir entry").file_name().to_string_lossy().into_owned())
+        .filter(|name| name.starts_with(TEMP_PREFIX))
+        .collect();
+    names.sort();
+    names
+}
+
+/// One JSON-RPC request as a line, for `Proc`'s raw stdin.
+pub fn raw_request(id: impl Into<Value>, method: &str, params: Value) -> String {
+    json!({"jsonrpc": "2.0", "id": id.into(), "method": method, "params": params}).to_string()
+}
+
+/// One `tools/call` request as a line, for `Proc`'s raw stdin.
+pub fn raw_call(id: impl Into<Value>, tool: &str, arguments: Value) -> String {
+    raw_request(id, "tools/call", json!({"name": tool, "arguments": arguments}))
+}
+
+/// A message's JSON-RPC error code, if it is an error.
+pub fn error_code(message: &Value) -> Option<i64> {
+    message.pointer("/error/code").and_then(Value::as_i64)
+}
+
+/// The first text of a tool result; fails on anything else.
+#[track_caller]
+pub fn text_of(message: &Value) -> &str {
+    message.pointer("/result/content/0/text").and_then(Value::as_str).unwrap_or_else(|| {
+        panic!("expected a tool result with text, got: {message}");
+    })
+}
+
+/// `replay --mcp-server --allow <root>:rw` with its pipes in the test's hands, for what
+/// `Server` keeps to itself: the pid for SIGKILL, raw bytes on stdin, stdout unread or dropped.
+/// No handshake: requests before `initialize` are served. Stderr is collected; the child is
+/// killed on drop.
+pub struct Proc {
+    child: Option<Child>,
+    pid: u32,
+    stdin: Option<ChildStdin>,
+    stdout: Option<ChildStdout>,
+    stderr: Arc<Mutex<Vec<u8>>>,
+}
+
+impl Proc {
+    pub fn spawn(env: &TestEnv) -> Proc {
+        let allow = format!("{}:rw", env.p("root"));
+        let mut cmd = replay_command();
+        cmd.args(["--mcp-server", "--allow", &allow]);
+        cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        let mut child = cmd.spawn().unwrap_or_else(|e| panic!("spawning replay: {e}"));
+        let pid = child.id();
+        let stderr = stderr_collector(child.stderr.take().expect("piped stderr"));
+        let stdin = child.stdin.take();
+        let stdout = child.stdout.take();
+        Proc { child: Some(child), pid, stdin, stdout, stderr }
+    }
+
+    /// The process id, for `/proc/<pid>`.
+    #[cfg(target_os = "linux")]
+    pub fn pid(&self) -> u32 {
+        self.pid
+    }
+
+    pub fn take_stdin(&mut self) -> ChildStdin {
+        self.stdin.take().expect("stdin already taken")
+    }
+
+    pub fn take_stdout(&mut self) -> ChildStdout {
+        self.stdout.take().expect("stdout already taken")
+    }
+
+    /// Stdout, read line by line on a thread.
+    pub fn lines(&mut self) -> Receiver<String> {
+        line_reader(self.take_stdout())
+    }
+
+    pub fn stderr(&self) -> String {
+        String::from_utf8_lossy(&self.stderr.lock().expect("stderr lock")).into_owned()
+    }
+
+    /// The process's peak resident set so far, in KiB.
+    #[cfg(target_os = "linux")]
+    pub fn peak_rss_kib(&self) -> u64 {
+        peak_rss_bytes(self.pid) >> 10
+    }
+
+    pub fn sigkill(&self) {
+        let pid = nix::unistd::Pid::from_raw(i32::try_from(self.pid).expect("pid fits i32"));
+        nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL)
+            .unwrap_or_else(|e| panic!("SIGKILL {pid}: {e}"));
+    }
+
+    /// Whether the process has exited (and is reaped) within `limit`, with its status.
+    pub fn exit_within(&mut self, limit: Duration) -> Option<ExitStatus> {
+        let deadline = Instant::now() + limit;
+        let child = self.child.as_mut().expect("child already reaped");
+        loop {
+            if let Some(status) = child.try_wait().expect("try_wait") {
+                self.child = None;
+                return Some(status);
+            }
+            if Instant::now() >= deadline {
+                return None;
+            }
+            // Polling, not synchronizing: nothing to wait on but the exit itself.
+            thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    /// The exit status; fails (after killing it) if the process runs past `limit`.
+    #[track_caller]
+    pub fn wait(&mut self, limit: Duration) -> ExitStatus {
+        match self.exit_within(limit) {
+            Some(status) => status,
+            None => panic!("replay did not exit within {limit:?}; stderr:\n{}", self.stderr()),
+        }
+    }
+
+    /// Closes stdin and expects exit status 0 soon, with no panic reported on stderr.
+    #[track_caller]
+    pub fn finish_cleanly(&mut self) {
+        self.stdin = None;
+        let status = self.wait(REPLY_TIMEOUT);
+        let stderr = self.stderr();
+        assert_eq!(status.code(), Some(0), "exit status {status:?}; stderr:\n{stderr}");
+        assert!(!stderr.contains("panicked"), "replay panicked:\n{stderr}");
+    }
+
+    /// The next message on `rx` (this process's stdout), checked to be one JSON-RPC 2.0
+    /// object; fails after `limit`.
+    #[track_caller]
+    pub fn next_message(&self, rx: &Receiver<String>, limit: Duration) -> Value {
+        match rx.recv_timeout(limit) {
+            Ok(line) => parse_message(&line),
+            Err(RecvTimeoutError::Timeout) => {
+                panic!("no reply from replay within {limit:?}; stderr:\n{}", self.stderr())
+            }
+            Err(RecvTimeoutError::Disconnected) => {
+                panic!("replay closed stdout (exited?); stderr:\n{}", self.stderr())
+            }
+        }
+    }
+
+    /// Stdout must close (the process is done writing) within `limit`; returns what came first.
+    #[track_caller]
+    pub fn rest_of_output(&self, rx: &Receiver<String>, limit: Duration) -> Vec<Value> {
+        let deadline = Instant::now() + limit;
+        let mut rest = Vec::new();
+        loop {
+            match rx.recv_timeout(deadline.saturating_duration_since(Instant::now())) {
+                Ok(line) => rest.push(parse_message(&line)),
+                Err(RecvTimeoutError::Disconnected) => return rest,
+                Err(RecvTimeoutError::Timeout) => {
+                    panic!("replay kept stdout open past {limit:?}; stderr:\n{}", self.stderr())
+                }
+            }
+        }
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        self.stdin = None;
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+#[track_caller]
+fn parse_message(line: &str) -> Value {
+    let value: Value = serde_json::from_str(line).unwrap_or_else(|e| {
+        let short: String = line.chars().take(200).collect();
+        panic!("replay wrote a non-JSON line to stdout ({e}): {short:?}")
+    });
+    assert_eq!(value.get("jsonrpc"), Some(&json!("2.0")), "not JSON-RPC 2.0: {line}");
+    value
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -429,7 +429,7 @@ fn metadata_rows(layer: Layer, user: User) {
 /// The namespace's mounts stay in it, even where the server's own mounts propagate to their
 /// peers (as / does under systemd): the server's mount table never shows them.
 #[test]
-fn r13_the_namespaces_mounts_never_propagate_out() {
+fn the_namespaces_mounts_never_propagate_out() {
     if !require("root (for a mount namespace with shared propagation)", is_root())
         || !can_run(Layer::Namespace, User::Invoker)
     {
@@ -460,22 +460,22 @@ fn r13_the_namespaces_mounts_never_propagate_out() {
 }
 
 #[test]
-fn r13_metadata_is_read_only_outside_rw_roots_namespace() {
+fn metadata_is_read_only_outside_rw_roots_namespace() {
     metadata_rows(Layer::Namespace, User::Invoker);
 }
 
 #[test]
-fn r13_metadata_is_read_only_outside_rw_roots_namespace_unprivileged() {
+fn metadata_is_read_only_outside_rw_roots_namespace_unprivileged() {
     metadata_rows(Layer::Namespace, User::Unprivileged);
 }
 
 #[test]
-fn r13_metadata_is_read_only_everywhere_seccomp() {
+fn metadata_is_read_only_everywhere_seccomp() {
     metadata_rows(Layer::Seccomp, User::Invoker);
 }
 
 #[test]
-fn r13_metadata_is_read_only_everywhere_seccomp_unprivileged() {
+fn metadata_is_read_only_everywhere_seccomp_unprivileged() {
     metadata_rows(Layer::Seccomp, User::Unprivileged);
 }
 
@@ -502,12 +502,12 @@ fn setcap_rows(layer: Layer) {
 }
 
 #[test]
-fn r13_setcap_is_refused_to_commands_namespace() {
+fn setcap_is_refused_to_commands_namespace() {
     setcap_rows(Layer::Namespace);
 }
 
 #[test]
-fn r13_setcap_is_refused_to_commands_seccomp() {
+fn setcap_is_refused_to_commands_seccomp() {
     setcap_rows(Layer::Seccomp);
 }
 
@@ -541,12 +541,12 @@ fn nested_rows(user: User) {
 }
 
 #[test]
-fn r13_a_ro_root_nested_in_a_rw_root_is_read_only_to_commands() {
+fn a_ro_root_nested_in_a_rw_root_is_read_only_to_commands() {
     nested_rows(User::Invoker);
 }
 
 #[test]
-fn r13_a_ro_root_nested_in_a_rw_root_is_read_only_to_commands_unprivileged() {
+fn a_ro_root_nested_in_a_rw_root_is_read_only_to_commands_unprivileged() {
     nested_rows(User::Unprivileged);
 }
 
@@ -582,18 +582,18 @@ fn deferred_rows(user: User) {
 }
 
 #[test]
-fn r13_roots_that_arrive_later_get_the_same_isolation() {
+fn roots_that_arrive_later_get_the_same_isolation() {
     deferred_rows(User::Invoker);
 }
 
 #[test]
-fn r13_roots_that_arrive_later_get_the_same_isolation_unprivileged() {
+fn roots_that_arrive_later_get_the_same_isolation_unprivileged() {
     deferred_rows(User::Unprivileged);
 }
 
 /// `replay call` confines its command as the server does.
 #[test]
-fn r13_replay_call_isolates_its_command() {
+fn replay_call_isolates_its_command() {
     if !can_run(Layer::Namespace, User::Invoker) {
         return;
     }
@@ -636,7 +636,7 @@ sys.exit(os.waitstatus_to_exitcode(status))
 
 /// Where the kernel lets no namespace be made, the seccomp filter takes over by itself.
 #[test]
-fn r13_without_user_namespaces_commands_fall_back_to_seccomp() {
+fn without_user_namespaces_commands_fall_back_to_seccomp() {
     if !require("root (to limit user namespaces in a namespace of the test's own)", is_root())
         || !require("Landlock", kernel_has_landlock())
     {
@@ -669,7 +669,7 @@ fn r13_without_user_namespaces_commands_fall_back_to_seccomp() {
 
 /// The fallback says what it costs, in list_allowed_directories and on stderr.
 #[test]
-fn r13_the_seccomp_fallback_says_so() {
+fn the_seccomp_fallback_says_so() {
     if !can_run(Layer::Seccomp, User::Invoker) {
         return;
     }
@@ -689,7 +689,7 @@ fn r13_the_seccomp_fallback_says_so() {
 /// the user's other groups (inside the namespace that group would be 65534, which no chown
 /// can give back).
 #[test]
-fn r13_the_server_stays_out_of_the_commands_namespace() {
+fn the_server_stays_out_of_the_commands_namespace() {
     if !require("root (to start the server as another user)", is_root())
         || !can_run(Layer::Namespace, User::Unprivileged)
     {
@@ -773,12 +773,12 @@ fn tmpdir_rows(layer: Layer) {
 }
 
 #[test]
-fn r13_servers_do_not_share_a_tmpdir_namespace() {
+fn servers_do_not_share_a_tmpdir_namespace() {
     tmpdir_rows(Layer::Namespace);
 }
 
 #[test]
-fn r13_servers_do_not_share_a_tmpdir_seccomp() {
+fn servers_do_not_share_a_tmpdir_seccomp() {
     tmpdir_rows(Layer::Seccomp);
 }
 
@@ -806,7 +806,7 @@ fn poll_until(what: &str, mut done: impl FnMut() -> bool) {
 /// process group) keeps its own TMPDIR open, and keeps writing there: the next server's TMPDIR
 /// is a new directory, never that one reused.
 #[test]
-fn r13_a_dead_servers_leftover_process_never_reaches_the_next_servers_tmpdir() {
+fn a_dead_servers_leftover_process_never_reaches_the_next_servers_tmpdir() {
     if !can_run(Layer::Namespace, User::Invoker) {
         return;
     }

@@ -531,13 +531,7 @@ fn delete_relative_dot_root_is_refused() {
 fn move_allowed_root_is_refused() {
     let env = TestEnv::new(&["other"], &[("root/a.txt", "a")]);
     let before = env.snapshot();
-    let mut server = Server::start_with([
-        "--mcp-server".to_owned(),
-        "--allow".to_owned(),
-        format!("{}:rw", path_str(&env.root())),
-        "--allow".to_owned(),
-        format!("{}:rw", env.p("other")),
-    ]);
+    let mut server = Server::start_also(&env, &[("other", "rw")]);
     let args = json!({"source": path_str(&env.root()), "destination": env.p("other/moved_root")});
     server.call_err("move_file", args, -32001);
     assert_eq!(before.diff(&env.snapshot()), "");
@@ -742,7 +736,7 @@ const PATH_ARGUMENTS: &[(&str, ArgsFor)] = &[
 ///
 /// See: issue #13, item 7.
 #[test]
-fn r13_every_outside_path_answers_alike() {
+fn every_outside_path_answers_alike() {
     let env = escape_env();
     env.symlink("/bin/sh", "root/link_system");
     env.symlink(&env.p("outside/loop_a"), "root/loop_out");

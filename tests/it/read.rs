@@ -25,13 +25,7 @@ fn read_file_empty_file_is_empty_text() {
 fn read_file_relative_path_resolves_against_first_root() {
     let env =
         TestEnv::new(&["second"], &[("root/sub/a.txt", "first"), ("second/sub/a.txt", "second")]);
-    let mut server = Server::start_with([
-        "--mcp-server".to_owned(),
-        "--allow".to_owned(),
-        format!("{}:rw", path_str(&env.root())),
-        "--allow".to_owned(),
-        format!("{}:rw", env.p("second")),
-    ]);
+    let mut server = Server::start_also(&env, &[("second", "rw")]);
     assert_eq!(server.call_text("read_file", json!({"path": "sub/a.txt"})), "first");
     assert_eq!(server.call_text("read_file", json!({"path": "./sub/../sub/a.txt"})), "first");
 }

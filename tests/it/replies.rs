@@ -5,6 +5,10 @@ use std::collections::BTreeMap;
 
 use serde_json::{json, Value};
 
+#[cfg(target_os = "linux")]
+use crate::harness::{
+    feed_until_reading_stops, gets_room, peak_rss_bytes, report, set_nonblocking, write_some, Proc,
+};
 use crate::harness::{Server, TestEnv};
 
 /// Ids a parse into `f64` or `i64` would change: past f64's precision, past i64, `-0`, a
@@ -38,7 +42,7 @@ fn call_line(raw_id: &str, tool: &str, args: Value) -> String {
 /// result with structured data (as a value and as spliced JSON), and in a batch.
 /// See: issue #13, item 10 (`123456789012345678901234567890` came back as `1.2345678901234568e+29`).
 #[test]
-fn r13_odd_ids_are_echoed_byte_for_byte() {
+fn odd_ids_are_echoed_byte_for_byte() {
     let env = TestEnv::new(&["root/dir/sub"], &[("root/dir/a.txt", "A")]);
     let mut server = Server::start(&env);
     let dir = env.p("root/dir");
@@ -69,7 +73,7 @@ fn r13_odd_ids_are_echoed_byte_for_byte() {
 /// `notifications/cancelled` finds a call by its id as sent: of two ids that are one number to
 /// an f64, only the one named is cancelled, and the other is answered with its own id.
 #[test]
-fn r13_cancel_finds_the_call_by_its_raw_id() {
+fn cancel_finds_the_call_by_its_raw_id() {
     let env = TestEnv::new(&[], &[]);
     let mut server = Server::start(&env);
     let (kept, cancelled) = ("123456789012345678901234567891", "123456789012345678901234567890");
@@ -100,7 +104,7 @@ fn nest(env: &TestEnv, rel: &str, depth: usize) {
 /// levels and came back as `null`; replies are no longer parsed back at all.)
 /// See: issue #13, item 9 (a `directory_tree` 100 deep came back as `null`, its id lost).
 #[test]
-fn r13_a_batch_keeps_deep_replies_whole_with_their_ids() {
+fn a_batch_keeps_deep_replies_whole_with_their_ids() {
     let env = TestEnv::new(&[], &[]);
     nest(&env, "root/deep200", 200);
     nest(&env, "root/deep1000", 1000);
@@ -146,7 +150,7 @@ fn depth_after(text: &str) -> i64 {
 
 /// A batch of every kind of reply: each id once, with the reply its element asked for.
 #[test]
-fn r13_a_batch_of_mixed_replies_keeps_every_id() {
+fn a_batch_of_mixed_replies_keeps_every_id() {
     let env = TestEnv::new(&["root/dir"], &[("root/dir/a.txt", "A")]);
     let mut server = Server::start(&env);
     let (dir, a) = (env.p("root/dir"), env.p("root/dir/a.txt"));
@@ -221,29 +225,6 @@ const MAX_REPLY_BYTES: usize = 32 << 20;
 #[cfg(target_os = "linux")]
 const QUEUE_BOUND: u64 = 16 << 20;
 
-/// `key` (`VmHWM`, `VmRSS`) of `pid` from `/proc/<pid>/status`, in bytes.
-#[cfg(target_os = "linux")]
-fn proc_status_bytes(pid: u32, key: &str) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .unwrap_or_else(|e| panic!("reading /proc/{pid}/status: {e}"));
-    let kib: u64 = status
-        .lines()
-        .find_map(|line| line.strip_prefix(key)?.strip_prefix(':'))
-        .unwrap_or_else(|| panic!("no {key} in /proc/{pid}/status"))
-        .trim()
-        .trim_end_matches("kB")
-        .trim()
-        .parse()
-        .expect("a number of kB");
-    kib * 1024
-}
-
-#[expect(clippy::print_stderr, reason = "the measurements are reported on the test output")]
-#[cfg(target_os = "linux")]
-fn report(line: &str) {
-    eprintln!("[replies] {line}");
-}
-
 #[cfg(target_os = "linux")]
 fn mib(bytes: u64) -> String {
     format!("{:.1} MiB", bytes as f64 / f64::from(1 << 20))
@@ -261,7 +242,7 @@ fn control_bytes(len: usize) -> Vec<u8> {
 /// the protocol's cap on the whole line can refuse the third.
 /// See: issue #13, item 4 (one small request made a 5 GB reply).
 #[test]
-fn r13_a_batch_past_the_reply_cap_gets_the_paging_error_for_what_does_not_fit() {
+fn a_batch_past_the_reply_cap_gets_the_paging_error_for_what_does_not_fit() {
     // 12 MiB of short lines: 13.2 MiB of JSON each, two fit under 32 MiB, three do not.
     const FILE: usize = 12 << 20;
     let env = TestEnv::new(&[], &[]);
@@ -288,8 +269,8 @@ fn r13_a_batch_past_the_reply_cap_gets_the_paging_error_for_what_does_not_fit() 
     assert_eq!((whole, refused), (2, 1), "two 13 MiB replies fit under 32 MiB, three do not");
     #[cfg(target_os = "linux")]
     {
-        let peak = proc_status_bytes(server.pid(), "VmHWM");
-        report(&format!("batch past the cap: peak RSS {}", mib(peak)));
+        let peak = peak_rss_bytes(server.pid());
+        report("replies", &format!("batch past the cap: peak RSS {}", mib(peak)));
         // The two replies that fit, the three files' text, and room for the rest of the process.
         let bound = (MAX_REPLY_BYTES + 3 * FILE) as u64 + (64 << 20);
         assert!(peak < bound, "peak RSS {} over {}", mib(peak), mib(bound));
@@ -301,7 +282,7 @@ fn r13_a_batch_past_the_reply_cap_gets_the_paging_error_for_what_does_not_fit() 
 /// MiB of JSON. Either the tool stops at the cap by itself or the reply becomes the paging
 /// error; never a reply line past the cap, and the server's memory stays near the cap.
 #[test]
-fn r13_one_reply_past_the_cap_is_never_written_whole() {
+fn one_reply_past_the_cap_is_never_written_whole() {
     const FILE: usize = 16 << 20;
     let env = TestEnv::new(&[], &[]);
     env.write("root/control.bin", control_bytes(FILE));
@@ -318,81 +299,11 @@ fn r13_one_reply_past_the_cap_is_never_written_whole() {
     }
     #[cfg(target_os = "linux")]
     {
-        let peak = proc_status_bytes(server.pid(), "VmHWM");
-        report(&format!("one reply past the cap: peak RSS {}", mib(peak)));
+        let peak = peak_rss_bytes(server.pid());
+        report("replies", &format!("one reply past the cap: peak RSS {}", mib(peak)));
         let bound = (MAX_REPLY_BYTES + 3 * FILE) as u64 + (64 << 20);
         assert!(peak < bound, "peak RSS {} over {}", mib(peak), mib(bound));
     }
-}
-
-/// The server with its pipes in the test's hands: stdout is not read until the test says so.
-#[cfg(target_os = "linux")]
-struct Unread {
-    child: std::process::Child,
-    stdin: Option<std::process::ChildStdin>,
-    stdout: Option<std::process::ChildStdout>,
-}
-
-#[cfg(target_os = "linux")]
-impl Unread {
-    fn spawn(env: &TestEnv) -> Unread {
-        use std::process::Stdio;
-        let allow = format!("{}:rw", env.p("root"));
-        let mut child = crate::harness::replay_command()
-            .args(["--mcp-server", "--allow", &allow])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawning replay");
-        let (stdin, stdout) = (child.stdin.take(), child.stdout.take());
-        Unread { child, stdin, stdout }
-    }
-
-    fn pid(&self) -> u32 {
-        self.child.id()
-    }
-}
-
-#[cfg(target_os = "linux")]
-impl Drop for Unread {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// Writes `bytes` to the non-blocking `pipe` as far as it takes them; how many it took.
-#[cfg(target_os = "linux")]
-fn write_some(pipe: &mut std::process::ChildStdin, bytes: &[u8]) -> usize {
-    use std::io::Write;
-    match pipe.write(bytes) {
-        Ok(n) => n,
-        Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => 0,
-        Err(e) => panic!("writing to replay's stdin: {e}"),
-    }
-}
-
-/// Whether `pipe` has room for a write within `wait`: the server read some of it.
-#[cfg(target_os = "linux")]
-fn gets_room(pipe: &std::process::ChildStdin, wait: std::time::Duration) -> bool {
-    use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
-    use std::os::fd::AsFd;
-    let mut fds = [PollFd::new(pipe.as_fd(), PollFlags::POLLOUT)];
-    let timeout = PollTimeout::try_from(wait).expect("a short wait");
-    poll(&mut fds, timeout).expect("poll") == 1
-}
-
-/// Whether every thread of `pid` sleeps (none running or runnable).
-#[cfg(target_os = "linux")]
-fn all_threads_asleep(pid: u32) -> bool {
-    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).expect("/proc/<pid>/task");
-    tasks.filter_map(Result::ok).all(|task| {
-        let stat = std::fs::read_to_string(task.path().join("stat")).unwrap_or_default();
-        // The state follows the command name in parentheses.
-        let state = stat.rsplit_once(") ").map(|(_, rest)| rest.chars().next());
-        state != Some(Some('R'))
-    })
 }
 
 /// A client that pipelines 24 reads of a 4 MiB file and reads no reply: the server stops
@@ -402,17 +313,16 @@ fn all_threads_asleep(pid: u32) -> bool {
 /// See: issue #13, item 5 (40 pipelined reads with stdout unread reached 3.9 GB).
 #[test]
 #[cfg(target_os = "linux")]
-fn r13_a_client_that_stops_reading_gets_backpressure_not_a_growing_queue() {
+fn a_client_that_stops_reading_gets_backpressure_not_a_growing_queue() {
     use std::io::{BufRead, BufReader};
-    use std::os::fd::AsFd;
     const FILE: usize = 4 << 20;
     const READS: usize = 24;
     let env = TestEnv::new(&[], &[]);
     let text = format!("{}\n", "x".repeat(99)).repeat(FILE / 100);
     env.write("root/big.txt", &text);
-    let mut server = Unread::spawn(&env);
-    let mut stdin = server.stdin.take().expect("stdin");
-    let stdout = server.stdout.take().expect("stdout");
+    let mut server = Proc::spawn(&env);
+    let mut stdin = server.take_stdin();
+    let stdout = server.take_stdout();
     // The first reply, read on a thread that hands the reader back: the server is up.
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
@@ -425,47 +335,41 @@ fn r13_a_client_that_stops_reading_gets_backpressure_not_a_growing_queue() {
     writeln!(stdin, "{}", request_line(r#""up""#, "ping", &json!({}))).expect("writing");
     let (line, reader) = rx.recv_timeout(crate::harness::REPLY_TIMEOUT).expect("a first reply");
     assert!(has_id(&line, r#""up""#), "{line}");
-    let baseline = proc_status_bytes(server.pid(), "VmHWM");
+    let baseline = peak_rss_bytes(server.pid());
 
-    nix::fcntl::fcntl(stdin.as_fd(), nix::fcntl::FcntlArg::F_SETFL(nix::fcntl::OFlag::O_NONBLOCK))
-        .expect("O_NONBLOCK");
+    set_nonblocking(&stdin);
     let mut pending: Vec<u8> = Vec::new();
     for i in 0..READS {
         let line = call_line(&i.to_string(), "read_file", json!({"path": env.p("root/big.txt")}));
         pending.extend_from_slice(format!("{line}\n").as_bytes());
     }
-    // Pings until the pipe is full and stays full while every server thread sleeps: the
-    // server has stopped reading, and not because it is busy (an unoptimized build takes a
-    // while over 160 MiB of replies).
+    // Then pings, until the server has stopped reading and not because it is busy (an
+    // unoptimized build takes a while over 160 MiB of replies).
     let mut pings = 0usize;
-    let mut full = false;
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
-    while pings < 200_000 && std::time::Instant::now() < deadline {
-        if pending.is_empty() {
+    let next_ping = || {
+        (pings < 200_000).then(|| {
             let ping = request_line(&format!("\"ping-{pings}\""), "ping", &json!({}));
-            pending = format!("{ping}\n").into_bytes();
             pings += 1;
-        }
-        let n = write_some(&mut stdin, &pending);
-        pending.drain(..n);
-        if n > 0 || gets_room(&stdin, std::time::Duration::from_millis(10)) {
-            continue;
-        }
-        if all_threads_asleep(server.pid())
-            && !gets_room(&stdin, std::time::Duration::from_millis(500))
-            && all_threads_asleep(server.pid())
-        {
-            full = true;
-            break;
-        }
-    }
-    let paused_peak = proc_status_bytes(server.pid(), "VmHWM");
-    report(&format!(
-        "client not reading: {pings} pings written before the pipe stayed full; peak RSS {} \
+            format!("{ping}\n").into_bytes()
+        })
+    };
+    let full = feed_until_reading_stops(
+        &mut stdin,
+        server.pid(),
+        &mut pending,
+        next_ping,
+        std::time::Duration::from_secs(120),
+    );
+    let paused_peak = peak_rss_bytes(server.pid());
+    report(
+        "replies",
+        &format!(
+            "client not reading: {pings} pings written before the pipe stayed full; peak RSS {} \
          (baseline {})",
-        mib(paused_peak),
-        mib(baseline)
-    ));
+            mib(paused_peak),
+            mib(baseline)
+        ),
+    );
     assert!(full, "the server kept reading requests while {READS} x 4 MiB replies waited");
     // The queue bound, the replies that passed it (one 4 MiB reply, and one being built), and
     // the stdout pipe's 1 MiB.
@@ -521,7 +425,7 @@ fn r13_a_client_that_stops_reading_gets_backpressure_not_a_growing_queue() {
 /// what its line does.
 /// See: issue #13, item 2 (the attacker's D1).
 #[test]
-fn r13_a_batch_holds_at_most_a_thousand_messages() {
+fn a_batch_holds_at_most_a_thousand_messages() {
     let env = TestEnv::new(&[], &[]);
     let mut server = Server::start(&env);
     let ping = request_line("1", "ping", &json!({}));
@@ -529,7 +433,7 @@ fn r13_a_batch_holds_at_most_a_thousand_messages() {
     let line = server.next_raw_line();
     assert_eq!(elements_of(&line).len(), 1000, "{line:.300}");
     #[cfg(target_os = "linux")]
-    let before = proc_status_bytes(server.pid(), "VmHWM");
+    let before = peak_rss_bytes(server.pid());
     for line in [
         format!("[{}]", vec![ping.as_str(); 1001].join(",")),
         format!("[{}1]", "1   ,".repeat(250_000)),
@@ -545,8 +449,8 @@ fn r13_a_batch_holds_at_most_a_thousand_messages() {
     }
     #[cfg(target_os = "linux")]
     {
-        let grew = proc_status_bytes(server.pid(), "VmHWM").saturating_sub(before);
-        report(&format!("batches over the bound: peak RSS grew {}", mib(grew)));
+        let grew = peak_rss_bytes(server.pid()).saturating_sub(before);
+        report("replies", &format!("batches over the bound: peak RSS grew {}", mib(grew)));
         assert!(grew < 16 << 20, "peak RSS grew {}", mib(grew));
     }
     assert_eq!(server.request("ping", json!({})).result(), &json!({}));
@@ -558,7 +462,7 @@ fn r13_a_batch_holds_at_most_a_thousand_messages() {
 /// and the batch's reply is cut at the cap.
 /// See: issue #13, item 2 (the attacker's D2).
 #[test]
-fn r13_calls_that_hold_data_run_a_few_at_a_time() {
+fn calls_that_hold_data_run_a_few_at_a_time() {
     const FILE: usize = 8 << 20;
     let env = TestEnv::new(&[], &[]);
     env.write("root/lines.txt", b"abcdefghi\n".repeat(FILE / 10));
@@ -575,8 +479,8 @@ fn r13_calls_that_hold_data_run_a_few_at_a_time() {
     assert_eq!(whole, 3, "three 8.8 MiB replies fit in 32 MiB");
     #[cfg(target_os = "linux")]
     {
-        let peak = proc_status_bytes(server.pid(), "VmHWM");
-        report(&format!("100 batched reads of 8 MiB: peak RSS {}", mib(peak)));
+        let peak = peak_rss_bytes(server.pid());
+        report("replies", &format!("100 batched reads of 8 MiB: peak RSS {}", mib(peak)));
         // Four calls' file and reply, the batch's kept replies, and the rest of the process.
         let bound = (MAX_REPLY_BYTES + 4 * 3 * FILE) as u64 + (64 << 20);
         assert!(peak < bound, "peak RSS {} over {}", mib(peak), mib(bound));
@@ -593,7 +497,7 @@ fn r13_calls_that_hold_data_run_a_few_at_a_time() {
 /// See: issue #13, item 2 (the second attacker's finding 1).
 #[cfg(target_os = "linux")]
 #[test]
-fn r13_calls_waiting_for_a_place_are_bounded_in_memory() {
+fn calls_waiting_for_a_place_are_bounded_in_memory() {
     use std::io::Write as _;
     const LINES: usize = 200;
     let env = TestEnv::new(&[], &[]);
@@ -634,11 +538,10 @@ fn r13_calls_waiting_for_a_place_are_bounded_in_memory() {
         answered += 1;
     }
     drop(writer.join().expect("writer"));
-    let peak = proc_status_bytes(server.pid(), "VmHWM");
-    report(&format!(
-        "{LINES} waiting calls, {} of lines: peak RSS {}",
-        mib(sent as u64),
-        mib(peak)
-    ));
+    let peak = peak_rss_bytes(server.pid());
+    report(
+        "replies",
+        &format!("{LINES} waiting calls, {} of lines: peak RSS {}", mib(sent as u64), mib(peak)),
+    );
     assert!(peak < 240 << 20, "peak RSS {} while calls waited", mib(peak));
 }

@@ -1,6 +1,9 @@
 //! Client roots: asked for after `initialized` and on `list_changed`, narrowing the command
 //! line's directories and never widening them; the first roots of a server started without
-//! directories.
+//! directories. And an allowed directory removed and made again, or replaced by a symlink,
+//! while the server runs.
+
+use std::fs;
 
 use serde_json::{json, Value};
 
@@ -110,4 +113,55 @@ fn roots_are_asked_for_after_an_initialized_sent_in_a_batch() {
     answer_roots(&mut server, &[env.p("root/w")]);
     let listed = allowed(&mut server);
     assert!(listed.contains(&env.p("root/w")), "{listed}");
+}
+
+// ---------------------------------------------------------------------------------------------
+// A root removed and made again, or replaced by a symlink
+// ---------------------------------------------------------------------------------------------
+
+/// The server holds a handle on each allowed directory. One removed and made again at the same
+/// place is used again (without Landlock, whose rules follow the old directory); one replaced by
+/// a symlink to the outside is not, and nothing outside is touched.
+#[test]
+fn a_root_made_again_is_used_and_a_root_turned_symlink_is_refused() {
+    let env = TestEnv::new(&["outside"], &[("root/a.txt", "first"), ("outside/a.txt", "secret")]);
+    let root = env.p("root");
+    let allow = format!("{root}:rw");
+    let mut server = Server::start_with(["--mcp-server", "--no-sandbox", "--allow", &allow]);
+    let a = env.p("root/a.txt");
+    assert_eq!(server.call_text("read_file", json!({"path": a})), "first");
+
+    fs::remove_dir_all(env.root()).unwrap();
+    env.mkdir("root");
+    env.write("root/a.txt", "second");
+    assert_eq!(server.call_text("read_file", json!({"path": a})), "second");
+    server.call_text("write_file", json!({"path": env.p("root/b.txt"), "content": "new"}));
+    assert_eq!(env.read_string("root/b.txt"), "new");
+
+    // Renamed away and replaced: the new directory at the root's path is the one served.
+    fs::rename(env.root(), env.path("root.old")).unwrap();
+    env.mkdir("root");
+    env.write("root/a.txt", "third");
+    assert_eq!(server.call_text("read_file", json!({"path": a})), "third");
+    server.call_text("write_file", json!({"path": env.p("root/b.txt"), "content": "newer"}));
+    assert_eq!(env.read_string("root/b.txt"), "newer");
+    assert_eq!(env.read_string("root.old/b.txt"), "new");
+    fs::remove_dir_all(env.path("root.old")).unwrap();
+
+    let before = env.snapshot().under("outside");
+    fs::remove_dir_all(env.root()).unwrap();
+    env.symlink(&env.p("outside"), "root");
+    for (tool, args) in [
+        ("read_file", json!({"path": a})),
+        ("write_file", json!({"path": a, "content": "overwritten"})),
+        ("write_file", json!({"path": env.p("root/c.txt"), "content": "new"})),
+        ("list_directory", json!({"path": root})),
+        ("delete_file", json!({"path": a})),
+    ] {
+        let reply = server.call(tool, args);
+        let line = reply.value.to_string();
+        assert!(!line.contains("secret"), "{tool}: {line}");
+        assert!(reply.value.get("error").is_some(), "{tool} succeeded: {line}");
+    }
+    assert_eq!(before.diff(&env.snapshot().under("outside")), "");
 }

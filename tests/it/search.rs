@@ -107,7 +107,7 @@ fn check_search_excluding(needle: &str, excludes: &[&str], expect: &[&str]) {
     for args in [canonical, legacy] {
         let got = call_stable(&mut server, "search_files", &args);
         // Nothing found: the contract's line first; a glob-like needle gets a hint after it
-        // (`fence::r13_search_files_with_glob_characters_and_no_match_points_to_glob_search`).
+        // (`fence::search_files_with_glob_characters_and_no_match_points_to_glob_search`).
         let got = if expect.is_empty() { got.lines().next().unwrap_or("").to_owned() } else { got };
         assert_eq!(got, want, "{args}");
     }
@@ -972,13 +972,7 @@ fn the_sample_tree_through_every_walking_tool() {
 #[test]
 fn searches_work_in_read_only_and_second_roots() {
     let env = TestEnv::new(&[], &[("root/a.txt", "needle"), ("ro/sub/b.txt", "needle")]);
-    let mut server = Server::start_with([
-        "--mcp-server".to_owned(),
-        "--allow".to_owned(),
-        format!("{}:rw", path_str(&env.root())),
-        "--allow".to_owned(),
-        format!("{}:ro", env.p("ro")),
-    ]);
+    let mut server = Server::start_also(&env, &[("ro", "ro")]);
     let before = env.snapshot();
     let ro = env.p("ro");
     let b = env.p("ro/sub/b.txt");

@@ -8,6 +8,8 @@ use std::time::Instant;
 
 use serde_json::{json, Value};
 
+#[cfg(target_os = "linux")]
+use crate::harness::any_thread_running;
 use crate::harness::{Server, TestEnv};
 
 /// Bytes of `a` in the file a slow edit rewrites: one regex replacement per byte, a second or
@@ -44,7 +46,7 @@ fn next_reply_id(server: &mut Server) -> Value {
 /// file (which changes nothing, so takes no turn).
 /// See: issue #13, item 8 (a write_file waited 51 s behind an unrelated long call).
 #[test]
-fn r13_a_long_edit_does_not_delay_a_write_elsewhere() {
+fn a_long_edit_does_not_delay_a_write_elsewhere() {
     let env = TestEnv::new(&[], &[("root/other.txt", "old")]);
     env.write("root/slow.txt", "a".repeat(SLOW_BYTES));
     let mut server = Server::start(&env);
@@ -95,7 +97,7 @@ fn r13_a_long_edit_does_not_delay_a_write_elsewhere() {
 /// symlinked parent, relative), all apply, in the order sent: none runs beside another. So do
 /// a write, an edit, a move and an edit of where it moved.
 #[test]
-fn r13_pipelined_changes_of_one_file_apply_in_order_under_any_spelling() {
+fn pipelined_changes_of_one_file_apply_in_order_under_any_spelling() {
     let env = TestEnv::new(&["root/dir", "root/sub"], &[]);
     env.symlink("dir", "root/alias");
     // Padding makes each edit read, match and write a few megabytes: long enough that two
@@ -231,23 +233,38 @@ fn a_cancelled_write_never_lands_after_the_write_behind_it() {
 }
 
 /// A move across file systems copies, then removes its source, step by step: a cancel stops
-/// it at its next step, and its turn holds until it has stopped. (A reviewer's find: a move of
-/// a 256 MiB file cancelled mid-copy gave its turn up at once, the write_file of its source
-/// behind it was answered, and then the move, copying on, removed that new file; and, once the
-/// turn was held, a cancel did not stop the copy of a file, only of a directory's entries.)
+/// it at its next step, and its turn holds until it has stopped: the write_file of its source
+/// queued behind it is answered, and its file kept, never removed by a move copying on.
+///
+/// Timed too: the copy asks the cancel every 64 MiB, a sixteenth of the 1 GiB file, so the
+/// write waits for that step, not for the rest of the copy. The bound is half of a whole copy
+/// of the same file on this machine, measured just before (the write waited 35-52 ms against
+/// 186-192 ms; asked only at the copy's end, 222-227 ms). `in_one_of_three` outlasts a burst of
+/// load that stretches the one and not the other.
 #[cfg(target_os = "linux")]
 #[test]
 fn a_cancelled_move_across_file_systems_never_removes_what_a_later_write_made() {
-    use std::os::unix::fs::MetadataExt;
     let env = TestEnv::new(&[], &[]);
     // /dev/shm is tmpfs, the test directory is not: the move copies.
-    let shm = std::path::PathBuf::from("/dev/shm").join(crate::harness::unique_name("replay-mv"));
-    let device = |path: &std::path::Path| std::fs::metadata(path).map(|m| m.dev()).ok();
+    let device = |path: &std::path::Path| {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata(path).map(|m| m.dev()).ok()
+    };
     let other = device(std::path::Path::new("/dev/shm"))
         .is_some_and(|shm| Some(shm) != device(&env.root()));
     if !crate::harness::require("/dev/shm on another file system than the test directory", other) {
         return;
     }
+    in_one_of_three("the write behind a cancelled move", "a whole copy", || {
+        cancelled_move_round(&env)
+    });
+}
+
+/// One round of the test above: the wait of the write behind the cancelled move, and how long
+/// a whole copy of the file takes.
+#[cfg(target_os = "linux")]
+fn cancelled_move_round(env: &TestEnv) -> (Duration, Duration) {
+    let shm = std::path::PathBuf::from("/dev/shm").join(crate::harness::unique_name("replay-mv"));
     std::fs::create_dir_all(&shm).expect("a directory under /dev/shm");
     let src = env.path("root/big.bin");
     {
@@ -277,10 +294,7 @@ fn a_cancelled_move_across_file_systems_never_removes_what_a_later_write_made() 
     send_call(&mut server, "w", "write_file", json!({"path": src_s, "content": "NEW"}));
     // The move may still answer, if it ended before the cancel came.
     while next_reply_id(&mut server) != json!("w") {}
-    // The copy asks the cancel every 64 MiB, a sixteenth of the file: the write waited for
-    // that much, not for the rest (copied to its end, a 768 MiB move held it 1.38 s).
     let waited = cancelled.elapsed();
-    assert!(waited < whole_copy / 2, "the write waited {waited:?}; the copy takes {whole_copy:?}");
     // Whatever the move still does, it does before the write's turn: by now it is over.
     let (_, status) = server.finish();
     assert!(status.success());
@@ -295,6 +309,7 @@ fn a_cancelled_move_across_file_systems_never_removes_what_a_later_write_made() 
         src_now.map(|c| c.len())
     );
     assert_eq!(dst_now, None, "the cancelled move went on copying");
+    (waited, whole_copy)
 }
 
 /// A glob's matches are the files under its directory as resolved: with a `..` after a
@@ -339,51 +354,66 @@ fn a_glob_edit_never_reaches_through_a_symlink_out_of_its_turn() {
     assert_eq!(env.read_string("root/dir/own.txt"), "b");
 }
 
-/// Whether some thread of `pid` is running.
-#[cfg(target_os = "linux")]
-fn busy(pid: u32) -> bool {
-    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).expect("/proc/<pid>/task");
-    tasks.filter_map(Result::ok).any(|task| {
-        let stat = std::fs::read_to_string(task.path().join("stat")).unwrap_or_default();
-        stat.rsplit_once(") ").is_some_and(|(_, rest)| rest.starts_with('R'))
-    })
-}
-
 /// A writer cancelled while it runs gives its turn up at once: the next writer of the same
 /// file goes without waiting for the cancelled call's work to end.
+///
+/// Timed, against the same edit uncancelled on the same server a moment before: the write must
+/// wait less than half of it. Without the early release it waits for the rest of the edit,
+/// nearly all of it, since the cancel comes as the edit starts; with it, one round trip. Both
+/// durations are of one process on one machine, so steady load stretches both alike; a burst
+/// that stretches only the second is outlasted by `in_one_of_three`.
 #[test]
 #[cfg(target_os = "linux")]
-fn r13_a_cancelled_writer_gives_up_its_turn_at_once() {
-    let env = TestEnv::new(&[], &[]);
-    env.write("root/slow.txt", "a".repeat(SLOW_BYTES));
-    env.write("root/timed.txt", "a".repeat(SLOW_BYTES));
-    let mut server = Server::start(&env);
-    // How long the edit takes when nobody cancels it.
-    let started = Instant::now();
-    send_call(&mut server, "timed", "edit_file", slow_edit(&env.p("root/timed.txt"), false));
-    assert_eq!(next_reply_id(&mut server), json!("timed"));
-    let edit_takes = started.elapsed();
+fn a_cancelled_writer_gives_up_its_turn_at_once() {
+    in_one_of_three("the write behind a cancelled edit", "the edit uncancelled", || {
+        let env = TestEnv::new(&[], &[]);
+        env.write("root/slow.txt", "a".repeat(SLOW_BYTES));
+        env.write("root/timed.txt", "a".repeat(SLOW_BYTES));
+        let mut server = Server::start(&env);
+        // How long the edit takes when nobody cancels it.
+        let started = Instant::now();
+        send_call(&mut server, "timed", "edit_file", slow_edit(&env.p("root/timed.txt"), false));
+        assert_eq!(next_reply_id(&mut server), json!("timed"));
+        let edit_takes = started.elapsed();
 
-    send_call(&mut server, "slow", "edit_file", slow_edit(&env.p("root/slow.txt"), false));
-    // Running, not merely read: its thread is busy.
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !busy(server.pid()) {
-        assert!(Instant::now() < deadline, "the edit never started");
-        // Polling, not synchronizing: nothing signals that a call has started.
-        std::thread::sleep(Duration::from_millis(5));
+        send_call(&mut server, "slow", "edit_file", slow_edit(&env.p("root/slow.txt"), false));
+        // Running, not merely read: its thread is busy.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !any_thread_running(server.pid()) {
+            assert!(Instant::now() < deadline, "the edit never started");
+            // Polling, not synchronizing: nothing signals that a call has started.
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        send_call(
+            &mut server,
+            "next",
+            "write_file",
+            json!({"path": env.p("root/slow.txt"), "content": "w"}),
+        );
+        let cancelled = Instant::now();
+        server.notify("notifications/cancelled", json!({"requestId": "slow", "reason": "x"}));
+        assert_eq!(next_reply_id(&mut server), json!("next"), "the cancelled edit was answered");
+        (cancelled.elapsed(), edit_takes)
+    });
+}
+
+/// Checks that a `wait` is under half a `whole` measured just before it, taking both from
+/// `measure` up to three times and passing at the first that holds. A test timed this way
+/// compares two durations of the same work on the same machine, measured within seconds of each
+/// other, and where the fix makes the wait a small part of the whole and the bug most of it. On
+/// a 2-core machine shared with other builds a burst of load can stretch the wait and not the
+/// whole once; three tries in a row rarely all meet one, while the bug fails every try.
+#[cfg(target_os = "linux")]
+#[track_caller]
+fn in_one_of_three(wait: &str, whole: &str, mut measure: impl FnMut() -> (Duration, Duration)) {
+    let mut tries = Vec::new();
+    for _ in 0..3 {
+        let (waited, takes) = measure();
+        crate::harness::report("turns", &format!("{wait}: {waited:?}; {whole}: {takes:?}"));
+        if waited < takes / 2 {
+            return;
+        }
+        tries.push(format!("{waited:?} against {takes:?}"));
     }
-    send_call(
-        &mut server,
-        "next",
-        "write_file",
-        json!({"path": env.p("root/slow.txt"), "content": "w"}),
-    );
-    let cancelled = Instant::now();
-    server.notify("notifications/cancelled", json!({"requestId": "slow", "reason": "x"}));
-    assert_eq!(next_reply_id(&mut server), json!("next"), "the cancelled edit was answered");
-    let waited = cancelled.elapsed();
-    assert!(
-        waited < edit_takes / 2,
-        "the write waited {waited:?} after the cancel; the edit takes {edit_takes:?}"
-    );
+    panic!("{wait} took more than half of {whole} in three tries: {}", tries.join(", "));
 }

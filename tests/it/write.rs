@@ -129,13 +129,7 @@ fn write_file_reply_uses_the_normalized_path() {
 #[test]
 fn write_file_relative_path_lands_in_first_root() {
     let env = TestEnv::new(&["second"], &[]);
-    let mut server = Server::start_with([
-        "--mcp-server".to_owned(),
-        "--allow".to_owned(),
-        format!("{}:rw", path_str(&env.root())),
-        "--allow".to_owned(),
-        format!("{}:rw", env.p("second")),
-    ]);
+    let mut server = Server::start_also(&env, &[("second", "rw")]);
     let reply = server.call_text("write_file", json!({"path": "rel/r.txt", "content": "r"}));
     assert_eq!(reply, format!("Successfully wrote {}", env.p("root/rel/r.txt")));
     assert_eq!(env.read_string("root/rel/r.txt"), "r");
@@ -304,13 +298,7 @@ fn append_is_refused_under_a_read_only_root_and_outside() {
     env.symlink(&env.p("outside/secret.txt"), "root/escape.txt");
     env.symlink(&env.p("outside"), "root/escape_dir");
     let before = env.snapshot();
-    let mut server = Server::start_with([
-        "--mcp-server".to_owned(),
-        "--allow".to_owned(),
-        format!("{}:rw", path_str(&env.root())),
-        "--allow".to_owned(),
-        format!("{}:ro", env.p("ro")),
-    ]);
+    let mut server = Server::start_also(&env, &[("ro", "ro")]);
     for (path, why) in [
         (env.p("ro/log.txt"), "read-only"),
         (env.p("ro/new.txt"), "read-only"),

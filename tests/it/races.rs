@@ -1,4 +1,4 @@
-//! Issue #7: no tool can be tricked by a directory swapped for a symlink between check and use.
+//! No tool can be tricked by a directory swapped for a symlink between check and use.
 //!
 //! A swapper thread turns `root/d` into a symlink to `outside` (a sibling of the allowed root,
 //! holding the same names with secret content) and back, as fast as it can, while the client
@@ -61,18 +61,8 @@ struct Tally {
 }
 
 fn race(label: &str, server_env: &[(&str, &str)]) {
-    let env = TestEnv::new(&["root/d/sub", "outside/sub"], &[]);
+    let env = race_env();
     let marker = env.marker().to_owned();
-    for rel in ["f.txt", "a.txt", "sub/s.txt"] {
-        env.write(&format!("root/d/{rel}"), format!("inside {rel}\n{SHARED}\n"));
-    }
-    let secret = format!("OUTSIDE-{marker}\n{SHARED}\n");
-    for rel in ["f.txt", "a.txt", "sub/s.txt", &format!("outside-only-{marker}.txt")] {
-        env.write(&format!("outside/{rel}"), &secret);
-        env.set_mode(&format!("outside/{rel}"), OUTSIDE_FILE_MODE);
-    }
-    env.set_mode("outside/sub", OUTSIDE_DIR_MODE);
-    env.set_mode("outside", OUTSIDE_DIR_MODE);
     let outside_before = env.snapshot().under("outside");
 
     let allow = format!("{}:rw", env.p("root"));
@@ -102,6 +92,42 @@ fn race(label: &str, server_env: &[(&str, &str)]) {
     swapper.restore();
     drop(server);
 
+    let n_calls = report_counts(label, &tallies, elapsed, swaps, repairs);
+    let failures = leaks(&tallies, &outside_before.diff(&env.snapshot().under("outside")));
+    assert!(
+        failures.is_empty(),
+        "the symlink swap reached outside the root ({label}; {n_calls} calls, {swaps} swaps):\n\
+         {failures}"
+    );
+    assert!(env.is_dir("root/d") && !env.exists("root/d.parked"), "the swapper restored root/d");
+}
+
+/// `root/d` and `outside` holding the same names; outside, with secret content (the marker) and
+/// modes no inside entry has.
+fn race_env() -> TestEnv {
+    let env = TestEnv::new(&["root/d/sub", "outside/sub"], &[]);
+    let marker = env.marker().to_owned();
+    for rel in ["f.txt", "a.txt", "sub/s.txt"] {
+        env.write(&format!("root/d/{rel}"), format!("inside {rel}\n{SHARED}\n"));
+    }
+    let secret = format!("OUTSIDE-{marker}\n{SHARED}\n");
+    for rel in ["f.txt", "a.txt", "sub/s.txt", &format!("outside-only-{marker}.txt")] {
+        env.write(&format!("outside/{rel}"), &secret);
+        env.set_mode(&format!("outside/{rel}"), OUTSIDE_FILE_MODE);
+    }
+    env.set_mode("outside/sub", OUTSIDE_DIR_MODE);
+    env.set_mode("outside", OUTSIDE_DIR_MODE);
+    env
+}
+
+/// Reports the race's figures, per tool too; the number of calls.
+fn report_counts(
+    label: &str,
+    tallies: &BTreeMap<&'static str, Tally>,
+    elapsed: Duration,
+    swaps: u64,
+    repairs: u64,
+) -> usize {
     let n_calls: usize = tallies.values().map(|t| t.calls).sum();
     let secs = elapsed.as_secs_f64();
     report(
@@ -113,7 +139,7 @@ fn race(label: &str, server_env: &[(&str, &str)]) {
             swaps as f64 / secs
         ),
     );
-    for (tool, t) in &tallies {
+    for (tool, t) in tallies {
         report(
             label,
             &format!(
@@ -123,6 +149,12 @@ fn race(label: &str, server_env: &[(&str, &str)]) {
         );
     }
 
+    n_calls
+}
+
+/// What reached outside the root: each tool's replies that showed outside, and the changes to
+/// the outside directory (`outside_diff`); empty if nothing did.
+fn leaks(tallies: &BTreeMap<&'static str, Tally>, outside_diff: &str) -> String {
     let mut failures = String::new();
     for (tool, t) in tallies.iter().filter(|(_, t)| t.leaks > 0) {
         let example = t.first_leak.as_deref().unwrap_or_default();
@@ -132,7 +164,6 @@ fn race(label: &str, server_env: &[(&str, &str)]) {
             t.leaks, t.calls
         ));
     }
-    let outside_diff = outside_before.diff(&env.snapshot().under("outside"));
     if !outside_diff.is_empty() {
         let lines: Vec<&str> = outside_diff.lines().collect();
         failures.push_str(&format!("  the outside directory changed ({} entries):\n", lines.len()));
@@ -140,12 +171,7 @@ fn race(label: &str, server_env: &[(&str, &str)]) {
             failures.push_str(&format!("  {line}\n"));
         }
     }
-    assert!(
-        failures.is_empty(),
-        "the symlink swap reached outside the root ({label}; {n_calls} calls, {swaps} swaps):\n\
-         {failures}"
-    );
-    assert!(env.is_dir("root/d") && !env.exists("root/d.parked"), "the swapper restored root/d");
+    failures
 }
 
 /// Sends calls for `HAMMER`, keeping `IN_FLIGHT` of them unanswered, then waits for the rest.

@@ -1,9 +1,8 @@
 //! Trees deeper than any recursion could take: every tree operation at depth 20,000, and the server lives on.
 //!
 //! See: issue #13, item 3. A client can build such a tree (create_directory makes 2,000 levels in
-//! one call), and before the tree operations were made iterative, copy_file died of a stack
-//! overflow at depth 1,000, a move across filesystems at 1,500 and delete_file at 15,000, taking
-//! the whole server with them. The chains here are built, checked and removed one level at a time
+//! one call). Done by recursion, copy_file overflows its stack at depth 1,000, a move across
+//! filesystems at 1,500 and delete_file at 15,000, and the whole server dies with it. The chains here are built, checked and removed one level at a time
 //! through directory handles: their paths are ten times PATH_MAX, and `std::fs::remove_dir_all`
 //! recurses.
 
@@ -228,7 +227,7 @@ fn assert_alive(server: &mut Server) {
 }
 
 #[test]
-fn r13_delete_file_removes_a_20000_deep_tree() {
+fn delete_file_removes_a_20000_deep_tree() {
     let Some(mut scratch) = Scratch::new("delete") else { return };
     scratch.chain(scratch.path("deep"));
     let mut server = scratch.server(&[]);
@@ -239,7 +238,7 @@ fn r13_delete_file_removes_a_20000_deep_tree() {
 }
 
 #[test]
-fn r13_copy_file_copies_a_20000_deep_tree() {
+fn copy_file_copies_a_20000_deep_tree() {
     let Some(mut scratch) = Scratch::new("copy") else { return };
     scratch.chain(scratch.path("deep"));
     scratch.remove_later(scratch.path("copy"));
@@ -264,7 +263,7 @@ fn r13_copy_file_copies_a_20000_deep_tree() {
 /// takes a minute. Both are Linux's, so this test is built there only.
 #[test]
 #[cfg(target_os = "linux")]
-fn r13_move_file_across_filesystems_moves_a_20000_deep_tree() {
+fn move_file_across_filesystems_moves_a_20000_deep_tree() {
     let Some(mut scratch) = Scratch::new("move") else { return };
     let other = [Path::new("/dev"), &std::env::temp_dir()]
         .into_iter()
@@ -289,7 +288,7 @@ fn r13_move_file_across_filesystems_moves_a_20000_deep_tree() {
 /// nested deeper than about a hundred levels is refused by common parsers (serde_json stops at
 /// 128), this test's harness included.
 #[test]
-fn r13_directory_tree_of_a_20000_deep_tree_is_cut_with_a_note() {
+fn directory_tree_of_a_20000_deep_tree_is_cut_with_a_note() {
     let Some(mut scratch) = Scratch::new("tree") else { return };
     scratch.chain(scratch.path("deep"));
     let mut server = scratch.server(&[]);
@@ -307,7 +306,7 @@ fn r13_directory_tree_of_a_20000_deep_tree_is_cut_with_a_note() {
 /// The walks (search_files, glob_search, grep_files, edit_files' globs) go as deep as a path a
 /// client could name (4096 bytes), say so, and answer.
 #[test]
-fn r13_walks_over_a_20000_deep_tree_answer() {
+fn walks_over_a_20000_deep_tree_answer() {
     let Some(mut scratch) = Scratch::new("walks") else { return };
     scratch.chain(scratch.path("deep"));
     let mut server = scratch.server(&[]);
@@ -338,7 +337,7 @@ fn r13_walks_over_a_20000_deep_tree_answer() {
 /// 1,000 levels), but shallow enough for the kernel's checks, which cost time in proportion to
 /// the depth (1,200 levels: about a second here).
 #[test]
-fn r13_deep_trees_under_the_sandbox() {
+fn deep_trees_under_the_sandbox() {
     const SANDBOXED_DEPTH: usize = 1_200;
     let Some(mut scratch) = Scratch::new("sandboxed") else { return };
     make_chain(&scratch.path("deep"), SANDBOXED_DEPTH);

@@ -1,7 +1,7 @@
-//! Issue #16: searches, trees and listings that hold what they report, not the tree. The
-//! replies must stay what they were: each test here computes the expected answer from the
-//! filesystem itself (depth-first, siblings by name; breadth-first for a cut tree) and holds
-//! the server's reply to it, on trees with names that sort in tricky ways.
+//! Walks on big and tricky trees: searches, trees and listings hold in memory what they report,
+//! not the tree, and answer what a whole-tree walk would. Each test computes the expected answer
+//! from the filesystem itself (depth-first, siblings by name; breadth-first for a cut tree) and
+//! holds the server's reply to it, on trees with names that sort in tricky ways.
 
 use std::fs;
 use std::path::Path;
