@@ -286,7 +286,8 @@ pub fn hint(stderr: &[u8], reachable: &dyn Fn(&Path, bool) -> bool) -> Option<&'
         } else {
             continue;
         };
-        for path in absolute_paths(line).map(Path::new) {
+        // No flag grants a device: /dev is what it is.
+        for path in absolute_paths(line).map(Path::new).filter(|p| !p.starts_with("/dev")) {
             // The last refusal in the output is the one that stopped the command.
             if write && !reachable(path, true) {
                 flag = Some(WRITE_HINT);

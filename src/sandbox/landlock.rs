@@ -20,17 +20,11 @@ use landlock::{
 };
 
 use super::grants::{Grant, Reach};
-use super::{Kernel, SandboxConfig, SYSTEM_READ};
+use super::{Kernel, SandboxConfig, DEV_DIRS, DEV_NODES, SYSTEM_READ};
 use crate::policy::{Access as RootAccess, AllowedRoot};
 
 /// The Landlock ABI whose rights replay asks for; older kernels get what they support.
 const ABI_WANTED: ABI = ABI::V6;
-
-/// Device files commands write to (`> /dev/null`, a terminal, random numbers).
-const DEV_WRITE: &[&str] =
-    &["/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/random", "/dev/urandom"];
-/// Directories under /dev that commands write in.
-pub const DEV_DIRS: &[&str] = &["/dev/pts", "/dev/shm"];
 
 /// Restricts this thread and all it starts later. `child_tmp` is this server's own TMPDIR for
 /// commands (`CommandTmp::dir`).
@@ -75,9 +69,13 @@ fn restrict(
         // Files or directories: the crate's helper looks which.
         .add_rules(path_beneath_rules(config_files, read & !BitFlags::from(AccessFs::Execute)))?
         .add_rules(rules(granted(Reach::Write), all))?
+        // /dev lists, but only these nodes open (`DEV_NODES`).
+        .add_rules(rules(["/dev"], BitFlags::from(AccessFs::ReadDir)))?
         .add_rules(rules(
-            DEV_WRITE,
-            (read | AccessFs::WriteFile) & AccessFs::from_file(ABI_WANTED),
+            DEV_NODES,
+            (read | AccessFs::WriteFile)
+                & AccessFs::from_file(ABI_WANTED)
+                & !BitFlags::from(AccessFs::Execute),
         ))?
         // No device ioctls on terminals: with them a command could push keystrokes into the
         // user's terminal (TIOCSTI) or change its settings. Opening, reading and writing stay.

@@ -319,7 +319,7 @@ fn places(
     let writable = tmp
         .into_iter()
         .chain(caches)
-        .chain(landlock::DEV_DIRS.iter().map(std::path::Path::new))
+        .chain(DEV_DIRS.iter().map(std::path::Path::new))
         .map(|path| namespace::Place { path: path.to_path_buf(), writable: true });
     own.chain(between).chain(writable).collect()
 }
@@ -467,18 +467,8 @@ pub fn describe(
     for dir in SYSTEM_READ {
         line("read+exec", std::path::Path::new(dir), "system");
     }
-    for dir in [
-        "/dev/null",
-        "/dev/zero",
-        "/dev/full",
-        "/dev/random",
-        "/dev/urandom",
-        "/dev/tty",
-        "/dev/ptmx",
-        "/dev/pts",
-        "/dev/shm",
-    ] {
-        line("device", std::path::Path::new(dir), "the minimal /dev");
+    for dev in DEV_NODES.iter().chain(DEV_DIRS) {
+        line("read-write", std::path::Path::new(dev), "the minimal /dev");
     }
     if let Some(path) = std::env::var_os("PATH") {
         let mut seen: Vec<PathBuf> = Vec::new();
@@ -526,10 +516,8 @@ impl Reach {
         use crate::policy::Access;
         let mut read: Vec<PathBuf> = SYSTEM_READ.iter().map(PathBuf::from).collect();
         let mut write: Vec<PathBuf> = tmp.into_iter().map(PathBuf::from).collect();
-        write.extend(
-            ["/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/pts", "/dev/shm"]
-                .map(PathBuf::from),
-        );
+        write.extend(DEV_NODES.iter().chain(DEV_DIRS).map(PathBuf::from));
+        read.extend(DEV_NODES.iter().chain(DEV_DIRS).map(PathBuf::from));
         for root in roots {
             read.push(root.path.clone());
             if root.access == Access::Write {
@@ -555,11 +543,26 @@ impl Reach {
 }
 
 /// The system directories commands may read and execute from (Landlock's rules, and what
-/// `replay sandbox` prints).
+/// `replay sandbox` prints). Not /dev: only `DEV_NODES` and `DEV_DIRS` there.
 pub const SYSTEM_READ: &[&str] = &[
     "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/proc",
-    "/sys", "/dev", "/var/lib", "/run",
+    "/sys", "/var/lib", "/run",
 ];
+/// The device files commands may open, to read and write (`> /dev/null`, a terminal, random
+/// numbers, a new pseudo-terminal). No other node under /dev opens: no block device (a loop
+/// device would give the file behind it, a disk the whole disk), no input, sound or video.
+/// `/dev/fd` and `/dev/std{in,out,err}` are symlinks into `/proc/self/fd`, which is granted.
+pub const DEV_NODES: &[&str] = &[
+    "/dev/null",
+    "/dev/zero",
+    "/dev/full",
+    "/dev/random",
+    "/dev/urandom",
+    "/dev/tty",
+    "/dev/ptmx",
+];
+/// Directories under /dev that commands write in.
+pub const DEV_DIRS: &[&str] = &["/dev/pts", "/dev/shm"];
 
 #[cfg(test)]
 mod tests;
