@@ -10,7 +10,10 @@ mod edit;
 mod exec;
 #[cfg(target_os = "linux")]
 mod fence;
+// Renames, toolchains, caches, credentials and /dev through commands' sandbox (issue #23).
 mod fs_ops;
+#[cfg(target_os = "linux")]
+mod gate;
 mod hardening;
 mod harness;
 #[cfg(target_os = "linux")]
