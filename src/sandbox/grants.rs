@@ -124,6 +124,8 @@ const HOME_WRITE: &[(&str, &str)] = &[
 pub struct Environment {
     pub home: Option<PathBuf>,
     pub vars: Vec<(String, OsString)>,
+    /// The temporary directory, which holds every server's TMPDIR for commands.
+    pub temp: Option<PathBuf>,
 }
 
 impl Environment {
@@ -132,7 +134,8 @@ impl Environment {
         let vars = std::env::vars_os()
             .filter_map(|(name, value)| Some((name.into_string().ok()?, value)))
             .collect();
-        Environment { home: home.map(Path::to_path_buf), vars }
+        let temp = std::fs::canonicalize(std::env::temp_dir()).ok();
+        Environment { home: home.map(Path::to_path_buf), vars, temp }
     }
 
     fn var(&self, name: &str) -> Option<PathBuf> {
@@ -170,7 +173,9 @@ pub fn toolchains(
         let secret = |home: Option<&Path>| {
             home.is_some_and(|h| touches_credentials(h, &path) || touches_credentials(h, &real))
         };
-        if checked && (secret(home) || secret(real_home.as_deref())) {
+        // Nor one that holds the temporary directory: other servers' TMPDIRs are there.
+        let holds_temp = env.temp.as_deref().is_some_and(|t| t.starts_with(&real));
+        if checked && (secret(home) || secret(real_home.as_deref()) || holds_temp) {
             return;
         }
         if !grants.iter().any(|g| g.path == real && g.reach >= reach) {
@@ -242,8 +247,8 @@ pub fn toolchains(
     grants
 }
 
-/// `*_HOME` and `*_ROOT` variables (and `GOROOT`, `JAVA_HOME`...) naming a directory that is
-/// not `/`, the home or a directory above it, not an XDG base directory (which hold everyone's
+/// `*_HOME` and `*_ROOT` variables (and `GOROOT`, `JAVA_HOME`...) naming a directory at least
+/// two levels down (not `/home`, `/tmp`, `/var`), not the home or a directory above it, not an XDG base directory (which hold everyone's
 /// configuration and data), not a credential place, nor named for a secret.
 fn named_homes(env: &Environment) -> Vec<(String, PathBuf)> {
     let home = env.home.as_deref();
@@ -256,7 +261,7 @@ fn named_homes(env: &Environment) -> Vec<(String, PathBuf)> {
         })
         .filter(|(name, _)| !SECRET_WORDS.iter().any(|word| name.contains(word)))
         .filter_map(|(name, _)| Some((name.clone(), env.var(name)?)))
-        .filter(|(_, path)| path.components().count() > 1)
+        .filter(|(_, path)| path.components().count() > 2)
         .filter(|(_, path)| {
             home.is_none_or(|h| !h.starts_with(path) && !touches_credentials(h, path))
         })

@@ -12,6 +12,7 @@ fn check(vars: &[(&str, &str)], existing: &[&str], strict: bool, expect: &[&str]
     let env = Environment {
         home: Some(home.to_path_buf()),
         vars: vars.iter().map(|(n, v)| (n.to_string(), OsString::from(v))).collect(),
+        temp: Some(PathBuf::from("/tmp")),
     };
     let resolve = |p: &Path| existing.contains(&p.to_path_buf()).then(|| p.to_path_buf());
     let grants = toolchains(&env, strict, &[], &[PathBuf::from("/w")], &|p| {
@@ -60,7 +61,7 @@ fn toolchain_homes() {
 
 #[test]
 fn named_variables() {
-    let exists = &["/opt/jdk", "/t", ".config", ".ssh", ".local/share"];
+    let exists = &["/opt/jdk", "/t", ".config", ".ssh", ".local/share", "/tmp", "/home", "/var/x"];
     let mut vars = vec![("JAVA_HOME", "/opt/jdk")];
     check(&vars, exists, false, &["Run /opt/jdk", "Write /w"]);
     // The home itself, a directory above it, one holding credentials, an XDG base directory,
@@ -74,9 +75,19 @@ fn named_variables() {
         ("SSH_ROOT", "/t"),
         ("D_HOME", "/h/.ssh"),
         ("E_ROOT", "t"),
+        // One level down, or above every server's TMPDIR.
+        ("F_HOME", "/home"),
+        ("G_HOME", "/tmp"),
     ]);
     check(&vars, exists, false, &["Run /opt/jdk", "Write /w"]);
     check(&vars, exists, true, &["Write /w"]);
+    // Named explicitly, the temporary directory is refused too.
+    check(
+        &[("PYENV_ROOT", "/tmp"), ("NVM_DIR", "/var/x")],
+        exists,
+        false,
+        &["Run /var/x", "Write /w"],
+    );
 }
 
 #[track_caller]
