@@ -9,7 +9,9 @@
 //! - `seccomp`: a filter in each command refusing what reaches into other processes (`ptrace`
 //!   and the like) and, where no namespace can be made, every metadata change, inside the
 //!   read-write roots too;
-//! - `capabilities`: commands hold none, even as root.
+//! - `capabilities`: commands hold none, even as root;
+//! - `grants`: what commands reach besides the roots and the system (toolchains, their
+//!   caches, `--sandbox-read`/`--sandbox-write`), never a credential; and the refusal hint.
 //!
 //! `prepare` runs at start-up: it makes the commands' TMPDIR (`tmp`). `Sandbox::apply` has a
 //! helper process make the namespace and mount in it, then applies Landlock; a server started

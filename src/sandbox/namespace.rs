@@ -1,6 +1,7 @@
 //! The commands' mount namespace: every mount read-only but the read-write roots, this
-//! server's TMPDIR for commands, `/dev/pts` and `/dev/shm`; and a read-only root inside a
-//! read-write one read-only again.
+//! server's TMPDIR for commands, the caches commands may write (`grants`), `/dev/pts` and
+//! `/dev/shm`; and a read-only root inside a read-write one read-only again. The places are
+//! mounted `nodev` (but those under /dev).
 //!
 //! A read-only mount refuses every change below it, metadata included (`chmod`, `chown`,
 //! `utimes`, extended attributes, inode flags), which Landlock does not cover.
