@@ -86,6 +86,19 @@ enum Command {
     /// Print a client's configuration that starts this binary (by its absolute path) as a
     /// server with the flags given here.
     PrintConfig(PrintConfigArgs),
+    /// Print what execute_command's commands may read, execute and write on this machine
+    /// under the flags given here, and why; and what stays out.
+    Sandbox(SandboxArgs),
+}
+
+#[derive(Debug, Args)]
+struct SandboxArgs {
+    #[command(flatten)]
+    policy: PolicyArgs,
+
+    /// Allowed directories, read-write (or with a `:ro`/`:rw` suffix).
+    #[arg(value_name = "DIR")]
+    dirs: Vec<String>,
 }
 
 #[derive(Debug, Args)]
@@ -173,6 +186,16 @@ struct PolicyArgs {
     #[arg(long = "sandbox-read", value_name = "PATH")]
     sandbox_read: Vec<String>,
 
+    /// One more directory commands may write (never the file tools): a cache of a build tool
+    /// the toolchain grants do not know, say. Repeatable. See `replay sandbox`.
+    #[arg(long = "sandbox-write", value_name = "PATH")]
+    sandbox_write: Vec<String>,
+
+    /// No toolchain grants: commands reach only the allowed directories, the system, the
+    /// PATH directories and --sandbox-read/--sandbox-write ones. See `replay sandbox`.
+    #[arg(long = "sandbox-strict")]
+    sandbox_strict: bool,
+
     /// Log filter for stderr (error, warn, info, debug, trace, or a tracing directive);
     /// `RUST_LOG` is used when this is absent.
     #[arg(long, value_name = "LEVEL")]
@@ -257,6 +280,8 @@ pub enum Invocation {
     /// `replay schema`: a tool that exists.
     Schema(String),
     PrintConfig(PrintConfig),
+    /// `replay sandbox`: what commands may reach under this configuration.
+    Sandbox(Config),
     /// `--help` or `--version`: print this to stdout and exit 0.
     Help(String),
     /// Print this to stderr and exit with this status.
@@ -334,6 +359,11 @@ pub fn parse_from(args: Vec<OsString>) -> Invocation {
             usage_error(UnknownTool { flag: "schema", name: tool }.to_string())
         }
         (Some(Command::PrintConfig(print)), Some(m)) => print_config_invocation(print, m),
+        (Some(Command::Sandbox(args)), Some(m)) => match config(&args.policy, "rpc", &args.dirs, m)
+        {
+            Ok(config) => Invocation::Sandbox(config),
+            Err(Stop { message, status }) => Invocation::Exit { message, status },
+        },
         (Some(_), None) => usage_error("replay: a subcommand without its arguments"),
         (None, _) => serve_invocation(&cli, &matches),
     }
@@ -430,10 +460,14 @@ fn config(
         }
     }
     let extra_read = policy.sandbox_read.iter().map(|p| expand_home(p, home.as_deref())).collect();
+    let extra_write =
+        policy.sandbox_write.iter().map(|p| expand_home(p, home.as_deref())).collect();
     let sandbox = SandboxConfig {
         enabled: !policy.no_sandbox,
         deny_network: policy.deny_network,
         extra_read,
+        extra_write,
+        strict: policy.sandbox_strict,
     };
     Ok(Config {
         roots,
@@ -515,6 +549,14 @@ fn server_args(
         let path = std::path::absolute(expand_home(raw, home))
             .map_err(|e| format!("replay: --sandbox-read {raw:?}: {e}"))?;
         push("--sandbox-read", Some(client_config::path_text(&path)?.to_string()));
+    }
+    for raw in &policy.sandbox_write {
+        let path = std::path::absolute(expand_home(raw, home))
+            .map_err(|e| format!("replay: --sandbox-write {raw:?}: {e}"))?;
+        push("--sandbox-write", Some(client_config::path_text(&path)?.to_string()));
+    }
+    if policy.sandbox_strict {
+        push("--sandbox-strict", None);
     }
     if tool_errors != "rpc" {
         push("--tool-errors", Some(tool_errors.to_string()));

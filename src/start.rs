@@ -34,6 +34,11 @@ pub fn main() -> ExitCode {
             }
             Err(message) => answer("", &message, 1),
         },
+        Invocation::Sandbox(config) => answer(
+            &sandbox::describe(&config.roots, &config.sandbox, config.home.as_deref()),
+            "",
+            0,
+        ),
         Invocation::Help(text) => answer(&text, "", 0),
         Invocation::Exit { message, status } => answer("", &message, status as u8),
     }

@@ -33,6 +33,7 @@ fn kind(line: &[&str]) -> String {
         Invocation::Tools(_) => "tools".into(),
         Invocation::Schema(_) => "schema".into(),
         Invocation::PrintConfig(_) => "print-config".into(),
+        Invocation::Sandbox(_) => "sandbox".into(),
         Invocation::Help(_) => "help".into(),
         Invocation::Exit { status, .. } => format!("exit {status}"),
     }

@@ -19,32 +19,22 @@ use landlock::{
     RulesetAttr, RulesetCreatedAttr, RulesetError, RulesetStatus, Scope, ABI,
 };
 
-use super::{Kernel, SandboxConfig};
+use super::grants::{Grant, Reach};
+use super::{Kernel, SandboxConfig, DEV_DIRS, DEV_NODES, SYSTEM_READ};
 use crate::policy::{Access as RootAccess, AllowedRoot};
 
 /// The Landlock ABI whose rights replay asks for; older kernels get what they support.
 const ABI_WANTED: ABI = ABI::V6;
-
-/// System directories a shell and common tools need to read and execute from.
-const SYSTEM_READ: &[&str] = &[
-    "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/proc",
-    "/sys", "/dev", "/var/lib", "/run",
-];
-/// Device files commands write to (`> /dev/null`, a terminal, random numbers).
-const DEV_WRITE: &[&str] =
-    &["/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/random", "/dev/urandom"];
-/// Directories under /dev that commands write in.
-pub const DEV_DIRS: &[&str] = &["/dev/pts", "/dev/shm"];
 
 /// Restricts this thread and all it starts later. `child_tmp` is this server's own TMPDIR for
 /// commands (`CommandTmp::dir`).
 pub fn apply(
     roots: &[AllowedRoot],
     child_tmp: Option<&Path>,
-    home: Option<&Path>,
+    grants: &[Grant],
     config: &SandboxConfig,
 ) -> Kernel {
-    match restrict(roots, child_tmp, home, config) {
+    match restrict(roots, child_tmp, grants, config) {
         Ok(RulesetStatus::FullyEnforced) => Kernel::Enforced,
         Ok(RulesetStatus::PartiallyEnforced) => Kernel::Partial,
         Ok(RulesetStatus::NotEnforced) => Kernel::Unsupported,
@@ -55,7 +45,7 @@ pub fn apply(
 fn restrict(
     roots: &[AllowedRoot],
     child_tmp: Option<&Path>,
-    home: Option<&Path>,
+    grants: &[Grant],
     config: &SandboxConfig,
 ) -> Result<RulesetStatus, RulesetError> {
     let all = AccessFs::from_all(ABI_WANTED);
@@ -68,20 +58,24 @@ fn restrict(
     let (read_write, read_only): (Vec<&AllowedRoot>, Vec<&AllowedRoot>) =
         roots.iter().partition(|r| r.access == RootAccess::Write);
     let path_dirs = path_dirs_to_grant();
-    // Git and other tools read their per-user configuration; unreadable, some of them stop.
-    let home_config: Vec<PathBuf> = home
-        .map(|h| vec![h.join(".gitconfig"), h.join(".config/git"), h.join(".cargo/config.toml")])
-        .unwrap_or_default();
+    let granted = |reach: Reach| grants.iter().filter(move |g| g.reach == reach).map(|g| &g.path);
+    // Configuration is read, never run.
+    let config_files: Vec<&PathBuf> = granted(Reach::Read).collect();
     let status = ruleset
         .create()?
         .add_rules(rules(SYSTEM_READ, read))?
         .add_rules(rules(&path_dirs, read))?
-        .add_rules(rules(&config.extra_read, read))?
+        .add_rules(rules(granted(Reach::Run), read))?
         // Files or directories: the crate's helper looks which.
-        .add_rules(path_beneath_rules(&home_config, read))?
+        .add_rules(path_beneath_rules(config_files, read & !BitFlags::from(AccessFs::Execute)))?
+        .add_rules(rules(granted(Reach::Write), all))?
+        // /dev lists, but only these nodes open (`DEV_NODES`).
+        .add_rules(rules(["/dev"], BitFlags::from(AccessFs::ReadDir)))?
         .add_rules(rules(
-            DEV_WRITE,
-            (read | AccessFs::WriteFile) & AccessFs::from_file(ABI_WANTED),
+            DEV_NODES,
+            (read | AccessFs::WriteFile)
+                & AccessFs::from_file(ABI_WANTED)
+                & !BitFlags::from(AccessFs::Execute),
         ))?
         // No device ioctls on terminals: with them a command could push keystrokes into the
         // user's terminal (TIOCSTI) or change its settings. Opening, reading and writing stay.
@@ -135,8 +129,11 @@ fn path_dirs_to_grant() -> Vec<PathBuf> {
 }
 
 /// A ruleset for each command's own domain, nested in the server's: built once, entered by
-/// every command (`enter`). It takes away no file access (it handles only `Execute`, granted
-/// beneath `/`, where the server's domain still decides), but being a domain apart:
+/// every command (`enter`). It takes away no file access: it handles `Execute` and `Refer`,
+/// both granted beneath `/`, where the server's domain still decides. (A layer that does not
+/// grant `Refer` refuses every rename or hard link into another directory with EXDEV, whether
+/// it handles the right or not; the server's domain grants it in the read-write roots and the
+/// commands' TMPDIR only.) Being a domain apart:
 ///
 /// - a command cannot trace the server or a sibling command (Landlock lets a domain trace only
 ///   its own and nested ones), which also keeps it from their memory through `/proc`;
@@ -147,10 +144,10 @@ fn path_dirs_to_grant() -> Vec<PathBuf> {
 pub fn command_domain() -> Option<OwnedFd> {
     let root = PathFd::new("/").ok()?;
     let built = Ruleset::default()
-        .handle_access(AccessFs::Execute)
+        .handle_access(AccessFs::Execute | AccessFs::Refer)
         .and_then(|r| r.scope(Scope::Signal | Scope::AbstractUnixSocket))
         .and_then(|r| r.create())
-        .and_then(|r| r.add_rule(PathBeneath::new(root, AccessFs::Execute)));
+        .and_then(|r| r.add_rule(PathBeneath::new(root, AccessFs::Execute | AccessFs::Refer)));
     match built {
         Ok(created) => created.into(),
         Err(e) => {

@@ -9,7 +9,9 @@
 //! - `seccomp`: a filter in each command refusing what reaches into other processes (`ptrace`
 //!   and the like) and, where no namespace can be made, every metadata change, inside the
 //!   read-write roots too;
-//! - `capabilities`: commands hold none, even as root.
+//! - `capabilities`: commands hold none, even as root;
+//! - `grants`: what commands reach besides the roots and the system (toolchains, their
+//!   caches, `--sandbox-read`/`--sandbox-write`), never a credential; and the refusal hint.
 //!
 //! `prepare` runs at start-up: it makes the commands' TMPDIR (`tmp`). `Sandbox::apply` has a
 //! helper process make the namespace and mount in it, then applies Landlock; a server started
@@ -23,6 +25,7 @@
 
 #[cfg(target_os = "linux")]
 mod capabilities;
+pub mod grants;
 #[cfg(target_os = "linux")]
 mod landlock;
 #[cfg(target_os = "linux")]
@@ -48,6 +51,19 @@ pub struct SandboxConfig {
     pub deny_network: bool,
     /// `--sandbox-read`: more directories commands may read and execute from.
     pub extra_read: Vec<PathBuf>,
+    /// `--sandbox-write`: directories commands may write (the file tools may not).
+    pub extra_write: Vec<PathBuf>,
+    /// `--sandbox-strict`: no toolchain grants (`grants::toolchains`).
+    pub strict: bool,
+}
+
+impl SandboxConfig {
+    /// What commands may reach besides the roots and the system, on this machine now.
+    pub fn grants(&self, home: Option<&std::path::Path>) -> Vec<grants::Grant> {
+        let env = grants::Environment::current(home);
+        let resolve = |path: &std::path::Path| std::fs::canonicalize(path).ok();
+        grants::toolchains(&env, self.strict, &self.extra_read, &self.extra_write, &resolve)
+    }
 }
 
 /// The kernel's access control: Landlock on Linux, Seatbelt on macOS.
@@ -230,14 +246,15 @@ impl Sandbox {
     #[cfg(target_os = "linux")]
     fn apply_layers(self, roots: &[AllowedRoot]) -> Applied {
         let tmp = self.command_tmp.as_ref().map(|t| t.dir());
+        let grants = self.config.grants(self.home.as_deref());
         let (isolation, namespace) = match self.pending {
-            Pending::Namespace => match namespace::create(&places(roots, tmp)) {
+            Pending::Namespace => match namespace::create(&places(roots, tmp, &grants)) {
                 Ok(entry) => (Isolation::Namespace, Some(Arc::new(entry))),
                 Err(why) => (without_namespace(why), None),
             },
             Pending::Decided(isolation) => (isolation, None),
         };
-        let kernel = landlock::apply(roots, tmp, self.home.as_deref(), &self.config);
+        let kernel = landlock::apply(roots, tmp, &grants, &self.config);
         // Every command gets the filter: the fallback's refuses metadata changes as well.
         let filter = seccomp::filter(matches!(isolation, Isolation::Seccomp(_))).map(Arc::new);
         let domain = landlock::command_domain().map(Arc::new);
@@ -252,7 +269,8 @@ impl Sandbox {
                 std::io::Error::last_os_error()
             );
         }
-        let confinement = CommandConfinement { confine: true, namespace, filter, domain };
+        let reach = Some(Arc::new(Reach::new(roots, tmp, grants)));
+        let confinement = CommandConfinement { confine: true, namespace, filter, domain, reach };
         Applied { status: Status { kernel, isolation }, confinement }
     }
 
@@ -275,7 +293,11 @@ impl Sandbox {
 /// cannot rename (EBUSY): renamed, a parent would carry the read-only root to a path the
 /// policy does not know as read-only.
 #[cfg(target_os = "linux")]
-fn places(roots: &[AllowedRoot], tmp: Option<&std::path::Path>) -> Vec<namespace::Place> {
+fn places(
+    roots: &[AllowedRoot],
+    tmp: Option<&std::path::Path>,
+    grants: &[grants::Grant],
+) -> Vec<namespace::Place> {
     use crate::policy::Access;
     let own = roots.iter().map(|root| namespace::Place {
         path: root.path.clone(),
@@ -294,9 +316,12 @@ fn places(roots: &[AllowedRoot], tmp: Option<&std::path::Path>) -> Vec<namespace
             .filter(inside)
             .map(|dir| namespace::Place { path: dir.to_path_buf(), writable: true })
     });
+    let caches =
+        grants.iter().filter(|g| g.reach == grants::Reach::Write).map(|g| g.path.as_path());
     let writable = tmp
         .into_iter()
-        .chain(landlock::DEV_DIRS.iter().map(std::path::Path::new))
+        .chain(caches)
+        .chain(DEV_DIRS.iter().map(std::path::Path::new))
         .map(|path| namespace::Place { path: path.to_path_buf(), writable: true });
     own.chain(between).chain(writable).collect()
 }
@@ -317,6 +342,8 @@ pub struct CommandConfinement {
     /// A Landlock ruleset for a domain of the command's own, nested in the server's.
     #[cfg(target_os = "linux")]
     domain: Option<Arc<std::os::fd::OwnedFd>>,
+    /// What commands may reach: for the refusal hint (`refusal_hint`).
+    reach: Option<Arc<Reach>>,
 }
 
 impl Default for CommandConfinement {
@@ -332,6 +359,7 @@ impl Default for CommandConfinement {
             filter: None,
             #[cfg(target_os = "linux")]
             domain: None,
+            reach: None,
         }
     }
 }
@@ -347,6 +375,13 @@ impl CommandConfinement {
     #[cfg(not(target_os = "linux"))]
     pub fn none() -> CommandConfinement {
         CommandConfinement::default()
+    }
+
+    /// The line a failed command's reply ends with when its `stderr` shows the sandbox
+    /// refused a path outside its grants (`grants::hint`); `None` without a sandbox.
+    pub fn refusal_hint(&self, stderr: &[u8]) -> Option<&'static str> {
+        let reach = self.reach.as_ref()?;
+        grants::hint(stderr, &|path, write| reach.allows(path, write))
     }
 
     /// Has `cmd`'s process confine itself before it runs the program: join the namespace
@@ -402,6 +437,134 @@ impl CommandConfinement {
         Ok(())
     }
 }
+
+/// `replay sandbox`: what commands may read, execute and write under `config` on this
+/// machine, each with the rule that grants it, and what stays out.
+pub fn describe(
+    roots: &[AllowedRoot],
+    config: &SandboxConfig,
+    home: Option<&std::path::Path>,
+) -> String {
+    use crate::policy::Access;
+    use std::fmt::Write;
+    let mut out = String::new();
+    if !config.enabled {
+        out.push_str("--no-sandbox: commands may reach anything the user can.\n");
+        return out;
+    }
+    let mut line = |reach: &str, path: &std::path::Path, why: &str| {
+        let _ = writeln!(out, "{reach:<11} {}  ({why})", path.display());
+    };
+    for root in roots {
+        match root.access {
+            Access::Write => line("read-write", &root.path, "--allow, read-write"),
+            Access::Read => line("read", &root.path, "--allow, read-only"),
+        }
+    }
+    line(
+        "read-write",
+        std::path::Path::new("$TMPDIR/replay-cmd-tmp-UID/PID"),
+        "the commands' own TMPDIR",
+    );
+    for dir in SYSTEM_READ {
+        line("read+exec", std::path::Path::new(dir), "system");
+    }
+    for dev in DEV_NODES.iter().chain(DEV_DIRS) {
+        line("read-write", std::path::Path::new(dev), "the minimal /dev");
+    }
+    if let Some(path) = std::env::var_os("PATH") {
+        let mut seen: Vec<PathBuf> = Vec::new();
+        for dir in std::env::split_paths(&path).filter(|d| d.is_absolute() && d.is_dir()) {
+            if !seen.contains(&dir) {
+                line("read+exec", &dir, "on PATH");
+                seen.push(dir);
+            }
+        }
+    }
+    for grant in config.grants(home) {
+        let reach = match grant.reach {
+            grants::Reach::Run => "read+exec",
+            grants::Reach::Read => "read",
+            grants::Reach::Write => "read-write",
+        };
+        line(reach, &grant.path, &grant.why);
+    }
+    if config.strict {
+        out.push_str("--sandbox-strict: no toolchain grants.\n");
+    }
+    out.push_str("Everything else stays out, credentials under a granted home included:");
+    for rel in grants::CREDENTIALS {
+        let _ = write!(out, " ~/{rel}");
+    }
+    out.push_str(".\nThe file tools reach only the allowed directories.\n");
+    out
+}
+
+/// What commands may reach, by path: the roots, their TMPDIR, the system and the grants.
+#[derive(Debug)]
+struct Reach {
+    read: Vec<PathBuf>,
+    write: Vec<PathBuf>,
+}
+
+impl Reach {
+    // macOS applies no grants yet (`seatbelt`), so it makes none.
+    #[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+    fn new(
+        roots: &[AllowedRoot],
+        tmp: Option<&std::path::Path>,
+        grants: Vec<grants::Grant>,
+    ) -> Reach {
+        use crate::policy::Access;
+        let mut read: Vec<PathBuf> = SYSTEM_READ.iter().map(PathBuf::from).collect();
+        let mut write: Vec<PathBuf> = tmp.into_iter().map(PathBuf::from).collect();
+        write.extend(DEV_NODES.iter().chain(DEV_DIRS).map(PathBuf::from));
+        read.extend(DEV_NODES.iter().chain(DEV_DIRS).map(PathBuf::from));
+        for root in roots {
+            read.push(root.path.clone());
+            if root.access == Access::Write {
+                write.push(root.path.clone());
+            }
+        }
+        for grant in grants {
+            if grant.reach == grants::Reach::Write {
+                write.push(grant.path.clone());
+            }
+            read.push(grant.path);
+        }
+        if let Some(path) = std::env::var_os("PATH") {
+            read.extend(std::env::split_paths(&path).filter(|dir| dir.is_absolute()));
+        }
+        Reach { read, write }
+    }
+
+    fn allows(&self, path: &std::path::Path, write: bool) -> bool {
+        let list = if write { &self.write } else { &self.read };
+        list.iter().any(|dir| path.starts_with(dir))
+    }
+}
+
+/// The system directories commands may read and execute from (Landlock's rules, and what
+/// `replay sandbox` prints). Not /dev: only `DEV_NODES` and `DEV_DIRS` there.
+pub const SYSTEM_READ: &[&str] = &[
+    "/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/opt", "/proc",
+    "/sys", "/var/lib", "/run",
+];
+/// The device files commands may open, to read and write (`> /dev/null`, a terminal, random
+/// numbers, a new pseudo-terminal). No other node under /dev opens: no block device (a loop
+/// device would give the file behind it, a disk the whole disk), no input, sound or video.
+/// `/dev/fd` and `/dev/std{in,out,err}` are symlinks into `/proc/self/fd`, which is granted.
+pub const DEV_NODES: &[&str] = &[
+    "/dev/null",
+    "/dev/zero",
+    "/dev/full",
+    "/dev/random",
+    "/dev/urandom",
+    "/dev/tty",
+    "/dev/ptmx",
+];
+/// Directories under /dev that commands write in.
+pub const DEV_DIRS: &[&str] = &["/dev/pts", "/dev/shm"];
 
 #[cfg(test)]
 mod tests;

@@ -1,6 +1,7 @@
 //! The commands' mount namespace: every mount read-only but the read-write roots, this
-//! server's TMPDIR for commands, `/dev/pts` and `/dev/shm`; and a read-only root inside a
-//! read-write one read-only again.
+//! server's TMPDIR for commands, the caches commands may write (`grants`), `/dev/pts` and
+//! `/dev/shm`; and a read-only root inside a read-write one read-only again. The places are
+//! mounted `nodev` (but those under /dev).
 //!
 //! A read-only mount refuses every change below it, metadata included (`chmod`, `chown`,
 //! `utimes`, extended attributes, inode flags), which Landlock does not cover.
@@ -343,7 +344,7 @@ fn fence(read_only_root: bool, binds: &mut [Bind]) -> Result<(), (Step, i32)> {
         }
     }
     if read_only_root {
-        or(set_read_only(libc::AT_FDCWD, c"/", 0), Step::ReadOnlyRoot)?;
+        or(set_attr(libc::AT_FDCWD, c"/", 0, libc::MOUNT_ATTR_RDONLY), Step::ReadOnlyRoot)?;
     }
     for (i, bind) in binds.iter().enumerate().filter(|(_, b)| b.tree >= 0) {
         or(attach(bind.tree, &bind.path), Step::Attach(i))?;
@@ -364,8 +365,17 @@ fn copy(path: &CStr, writable: bool) -> io::Result<RawFd> {
     let copied = if tree < 0 { Err(io::Error::last_os_error()) } else { Ok(tree) };
     unsafe { libc::close(dir) };
     let tree = copied?;
-    if !writable {
-        if let Err(e) = set_read_only(tree, c"", libc::AT_EMPTY_PATH) {
+    // No device opens through a place but /dev's own: a node that sits in a root (put there
+    // from outside: commands cannot make one) stays a file.
+    let devices = path.to_bytes().starts_with(b"/dev/");
+    let attr = match (writable, devices) {
+        (true, true) => 0,
+        (true, false) => libc::MOUNT_ATTR_NODEV,
+        (false, true) => libc::MOUNT_ATTR_RDONLY,
+        (false, false) => libc::MOUNT_ATTR_RDONLY | libc::MOUNT_ATTR_NODEV,
+    };
+    if attr != 0 {
+        if let Err(e) = set_attr(tree, c"", libc::AT_EMPTY_PATH, attr) {
             unsafe { libc::close(tree) };
             return Err(e);
         }
@@ -441,14 +451,10 @@ fn write_file(path: &CStr, text: &[u8]) -> io::Result<()> {
     result
 }
 
-/// Sets `MOUNT_ATTR_RDONLY` on the mount at `path` relative to `dir` and every mount below it.
-fn set_read_only(dir: RawFd, path: &CStr, flags: libc::c_int) -> io::Result<()> {
-    let attr = libc::mount_attr {
-        attr_set: libc::MOUNT_ATTR_RDONLY,
-        attr_clr: 0,
-        propagation: 0,
-        userns_fd: 0,
-    };
+/// Sets `set` (`MOUNT_ATTR_*`) on the mount at `path` relative to `dir` and every mount below
+/// it.
+fn set_attr(dir: RawFd, path: &CStr, flags: libc::c_int, set: u64) -> io::Result<()> {
+    let attr = libc::mount_attr { attr_set: set, attr_clr: 0, propagation: 0, userns_fd: 0 };
     // SAFETY: `path` is NUL-terminated and `attr` is a mount_attr of the size given.
     let rc = unsafe {
         libc::syscall(

@@ -79,7 +79,19 @@ pub fn execute_command(ctx: &Ctx, args: ExecArgs) -> Result<Output, ToolError> {
         Ending::TimedOut(status) => (status, true),
         Ending::Cancelled => return Ok(Output::text("(cancelled)")),
     };
-    Ok(render(out, err, status, timed_out.then_some(args.timeout)))
+    // A failure the sandbox caused says so, and which flag would allow it (`grants::hint`).
+    let hint = match status.success() {
+        true => None,
+        false => ctx.settings.confinement.refusal_hint(&err.kept),
+    };
+    let mut output = render(out, err, status, timed_out.then_some(args.timeout));
+    if let (Some(hint), Some(Content::Text(last))) = (hint, output.content.last_mut()) {
+        if !last.ends_with('\n') {
+            last.push('\n');
+        }
+        last.push_str(hint);
+    }
+    Ok(output)
 }
 
 /// `workingDirectory`, which read access suffices for; by default the first read-write root,

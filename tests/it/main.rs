@@ -59,6 +59,10 @@ mod fence;
 // Commands do not outlive the server, however it ends.
 #[cfg(target_os = "linux")]
 mod orphans;
+// The work the sandbox lets through (renames, toolchains, caches) and what stays out
+// (credentials, devices).
+#[cfg(target_os = "linux")]
+mod gate;
 
 // The protocol and the session.
 // JSON-RPC and MCP: initialize, notifications, ids, error codes, batches, tools/list, EOF.

@@ -1,0 +1,319 @@
+//! What commands may reach besides the allowed directories and the system: the toolchains'
+//! install roots (read and execute), the user's tool configuration (read), the caches builds
+//! write, the `--sandbox-read`/`--sandbox-write` directories; and the credentials that stay out.
+//!
+//! Landlock only adds rights along a path: it cannot take a file back out of a granted
+//! directory. So nothing that holds a credential is granted whole: `~/.cargo` gives `bin`,
+//! `registry` and `git`, never `credentials.toml`; `~/.m2` gives `repository`, never
+//! `settings.xml`. A directory named by a variable is granted only when it neither is nor holds
+//! nor lies in a credential place (`CREDENTIALS`), nor holds the home directory.
+//!
+//! A pure function of the home, the environment and which directories exist, so that
+//! `replay sandbox` prints exactly what the sandbox applies and the tables in `tests.rs` hold
+//! the rule. No directory is created: a server that makes `~/.npm` or `~/go/pkg/mod` at
+//! start-up would change the home of a user who never runs that toolchain; a missing cache
+//! shows in the refusal hint (`hint`), and `mkdir` once fixes it.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+/// What a grant lets commands do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Reach {
+    /// Read and execute.
+    Run,
+    /// Read only: configuration files and directories.
+    Read,
+    /// Read, write, create, remove, rename within.
+    Write,
+}
+
+/// One grant and the rule or variable behind it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Grant {
+    pub path: PathBuf,
+    pub reach: Reach,
+    pub why: String,
+}
+
+/// Places under the home that hold credentials: never granted, nor anything that holds them.
+pub const CREDENTIALS: &[&str] = &[
+    ".ssh",
+    ".aws",
+    ".azure",
+    ".gnupg",
+    ".netrc",
+    ".git-credentials",
+    ".config/git/credentials",
+    ".config/gh",
+    ".config/hub",
+    ".config/gcloud",
+    ".config/op",
+    ".config/rclone",
+    ".docker",
+    ".kube",
+    ".npmrc",
+    ".yarnrc",
+    ".pypirc",
+    ".pgpass",
+    ".my.cnf",
+    ".vault-token",
+    ".password-store",
+    ".terraform.d",
+    ".gem/credentials",
+    ".cargo/credentials",
+    ".cargo/credentials.toml",
+    ".m2/settings.xml",
+    ".m2/settings-security.xml",
+    ".gradle/gradle.properties",
+    ".local/share/keyrings",
+    ".mozilla",
+    ".config/google-chrome",
+    ".config/chromium",
+    ".config/BraveSoftware",
+    ".config/microsoft-edge",
+    ".cache/mozilla",
+    ".cache/google-chrome",
+    ".cache/chromium",
+    "snap",
+];
+
+/// Words in a variable's name that say it leads to a secret (`GNUPGHOME`, `DOCKER_CONFIG`...):
+/// such a variable grants nothing.
+const SECRET_WORDS: &[&str] = &[
+    "GNUPG", "SSH", "AWS", "AZURE", "GCLOUD", "DOCKER", "KUBE", "PASSWORD", "PASS", "TOKEN",
+    "SECRET", "CRED", "KEY", "VAULT", "GH_", "GPG", "CERT", "AUTH",
+];
+
+/// Read-only configuration, under the home: files, or directories without credentials.
+const CONFIG: &[&str] = &[
+    ".gitconfig",
+    ".config/git/config",
+    ".config/git/ignore",
+    ".config/git/attributes",
+    ".cargo/config.toml",
+    ".cargo/config",
+];
+
+/// The toolchains' install roots under the home, and the caches their builds write.
+const HOME_RUN: &[(&str, &str)] = &[
+    (".rustup", "rustup (~/.rustup, without RUSTUP_HOME)"),
+    (".pyenv", "pyenv (~/.pyenv, without PYENV_ROOT)"),
+    (".nvm", "nvm (~/.nvm, without NVM_DIR)"),
+    (".local/bin", "~/.local: programs"),
+    (".local/lib", "~/.local: libraries"),
+    (".local/share/mise", "mise"),
+    (".asdf", "asdf"),
+    (".deno", "deno"),
+    (".bun", "bun"),
+    (".sdkman", "SDKMAN!"),
+];
+const HOME_WRITE: &[(&str, &str)] = &[
+    (".npm", "npm's cache"),
+    (".cache/pip", "pip's cache"),
+    (".cache/go-build", "Go's build cache (without GOCACHE)"),
+    (".cache/deno", "deno's cache"),
+    (".bun/install/cache", "bun's cache"),
+    (".m2/repository", "Maven's repository"),
+    (".gradle/caches", "Gradle's caches"),
+    (".gradle/wrapper", "Gradle's wrappers"),
+];
+
+/// What the environment gives: the home, and the variables (name, value).
+#[derive(Debug, Clone, Default)]
+pub struct Environment {
+    pub home: Option<PathBuf>,
+    pub vars: Vec<(String, OsString)>,
+    /// The temporary directory, which holds every server's TMPDIR for commands.
+    pub temp: Option<PathBuf>,
+}
+
+impl Environment {
+    /// This process's.
+    pub fn current(home: Option<&Path>) -> Environment {
+        let vars = std::env::vars_os()
+            .filter_map(|(name, value)| Some((name.into_string().ok()?, value)))
+            .collect();
+        let temp = std::fs::canonicalize(std::env::temp_dir()).ok();
+        Environment { home: home.map(Path::to_path_buf), vars, temp }
+    }
+
+    fn var(&self, name: &str) -> Option<PathBuf> {
+        let (_, value) = self.vars.iter().find(|(n, _)| n == name)?;
+        let path = PathBuf::from(value);
+        path.is_absolute().then_some(path)
+    }
+}
+
+/// Whether the home holds credentials at `path` or `path` holds or lies in one.
+pub fn touches_credentials(home: &Path, path: &Path) -> bool {
+    CREDENTIALS
+        .iter()
+        .map(|rel| home.join(rel))
+        .any(|secret| secret.starts_with(path) || path.starts_with(&secret))
+}
+
+/// The toolchain grants (`strict`: none), then the `--sandbox-read` and `--sandbox-write`
+/// directories. `resolve` gives a path's canonical form if it exists: only those are granted,
+/// since a rule needs a file to open.
+pub fn toolchains(
+    env: &Environment,
+    strict: bool,
+    extra_read: &[PathBuf],
+    extra_write: &[PathBuf],
+    resolve: &dyn Fn(&Path) -> Option<PathBuf>,
+) -> Vec<Grant> {
+    let home = env.home.as_deref().filter(|h| h.is_absolute() && *h != Path::new("/"));
+    let real_home = home.and_then(resolve);
+    let mut grants: Vec<Grant> = Vec::new();
+    // Every grant by its path without symlinks (the namespace mounts by it), and none that
+    // gives a credential, whatever rule made it, or wherever a symlink leads.
+    let mut add = |path: PathBuf, reach: Reach, why: String, checked: bool| {
+        let Some(real) = resolve(&path) else { return };
+        let secret = |home: Option<&Path>| {
+            home.is_some_and(|h| touches_credentials(h, &path) || touches_credentials(h, &real))
+        };
+        // Nor one that holds the temporary directory: other servers' TMPDIRs are there.
+        let holds_temp = env.temp.as_deref().is_some_and(|t| t.starts_with(&real));
+        if checked && (secret(home) || secret(real_home.as_deref()) || holds_temp) {
+            return;
+        }
+        if !grants.iter().any(|g| g.path == real && g.reach >= reach) {
+            grants.retain(|g| g.path != real);
+            grants.push(Grant { path: real, reach, why });
+        }
+    };
+    if !strict {
+        let in_home = |rel: &str| home.map(|h| h.join(rel));
+        let var_or_home = |name: &str, rel: &str| env.var(name).or_else(|| in_home(rel));
+        for rel in CONFIG {
+            if let Some(path) = in_home(rel) {
+                add(path, Reach::Read, "your tool configuration".into(), true);
+            }
+        }
+        if let Some(cargo) = var_or_home("CARGO_HOME", ".cargo") {
+            let why = |part: &str| {
+                format!("cargo's {part} (CARGO_HOME or ~/.cargo; not its credentials)")
+            };
+            add(cargo.join("bin"), Reach::Run, why("programs"), true);
+            add(cargo.join("registry"), Reach::Write, why("registry cache"), true);
+            add(cargo.join("git"), Reach::Write, why("git cache"), true);
+            add(cargo.join("config.toml"), Reach::Read, why("configuration"), true);
+        }
+        if let Some(rustup) = env.var("RUSTUP_HOME") {
+            add(rustup, Reach::Run, "RUSTUP_HOME".into(), true);
+        }
+        for (name, rel) in [("PYENV_ROOT", ".pyenv"), ("NVM_DIR", ".nvm"), ("GOPATH", "go")] {
+            if let Some(path) = env.var(name) {
+                add(path, Reach::Run, name.into(), true);
+            } else if let Some(path) = in_home(rel) {
+                add(path, Reach::Run, format!("{name} unset: ~/{rel}"), true);
+            }
+        }
+        let gopath = var_or_home("GOPATH", "go");
+        let modcache = env.var("GOMODCACHE").or_else(|| gopath.map(|p| p.join("pkg/mod")));
+        if let Some(path) = modcache {
+            add(
+                path,
+                Reach::Write,
+                "Go's module cache (GOMODCACHE or GOPATH/pkg/mod)".into(),
+                true,
+            );
+        }
+        if let Some(path) = env.var("GOCACHE") {
+            add(path, Reach::Write, "GOCACHE".into(), true);
+        }
+        for (rel, why) in HOME_RUN {
+            if let Some(path) = in_home(rel) {
+                add(path, Reach::Run, (*why).into(), true);
+            }
+        }
+        for (rel, why) in HOME_WRITE {
+            if let Some(path) = in_home(rel) {
+                add(path, Reach::Write, (*why).into(), true);
+            }
+        }
+        for (name, path) in named_homes(env) {
+            add(path, Reach::Run, format!("{name} (a *_HOME or *_ROOT variable)"), true);
+        }
+    }
+    // The user's own flags are taken as given.
+    for path in extra_read {
+        add(path.clone(), Reach::Run, "--sandbox-read".into(), false);
+    }
+    for path in extra_write {
+        add(path.clone(), Reach::Write, "--sandbox-write".into(), false);
+    }
+    grants
+}
+
+/// `*_HOME` and `*_ROOT` variables (and `GOROOT`, `JAVA_HOME`...) naming a directory at least
+/// two levels down (not `/home`, `/tmp`, `/var`), not the home or a directory above it, not an XDG base directory (which hold everyone's
+/// configuration and data), not a credential place, nor named for a secret.
+fn named_homes(env: &Environment) -> Vec<(String, PathBuf)> {
+    let home = env.home.as_deref();
+    let mut found: Vec<(String, PathBuf)> = env
+        .vars
+        .iter()
+        .filter(|(name, _)| name.ends_with("_HOME") || name.ends_with("_ROOT") || name == "GOROOT")
+        .filter(|(name, _)| {
+            !name.starts_with("XDG_") && !matches!(name.as_str(), "HOME" | "CARGO_HOME")
+        })
+        .filter(|(name, _)| !SECRET_WORDS.iter().any(|word| name.contains(word)))
+        .filter_map(|(name, _)| Some((name.clone(), env.var(name)?)))
+        .filter(|(_, path)| path.components().count() > 2)
+        .filter(|(_, path)| {
+            home.is_none_or(|h| !h.starts_with(path) && !touches_credentials(h, path))
+        })
+        .collect();
+    found.sort();
+    found
+}
+
+/// The line a command's failure ends with when the sandbox refused it, or `None`: the tail of
+/// `stderr` names an absolute path on a line that says "Permission denied", "Operation not
+/// permitted", "Read-only file system" or "Invalid cross-device link", and that path lies
+/// outside what commands may reach that way (`reachable(path, write)`). Only the last 4 KiB
+/// are read: a tool prints the error that stopped it last. The line names the flag, never the
+/// path or anything about it.
+pub fn hint(stderr: &[u8], reachable: &dyn Fn(&Path, bool) -> bool) -> Option<&'static str> {
+    const TAIL: usize = 4096;
+    let tail = &stderr[stderr.len().saturating_sub(TAIL)..];
+    let text = String::from_utf8_lossy(tail);
+    let mut flag = None;
+    for line in text.lines() {
+        let write = if line.contains("Read-only file system")
+            || line.contains("Invalid cross-device link")
+        {
+            true
+        } else if line.contains("Permission denied") || line.contains("Operation not permitted") {
+            false
+        } else {
+            continue;
+        };
+        // No flag grants a device: /dev is what it is.
+        for path in absolute_paths(line).map(Path::new).filter(|p| !p.starts_with("/dev")) {
+            // The last refusal in the output is the one that stopped the command.
+            if write && !reachable(path, true) {
+                flag = Some(WRITE_HINT);
+            } else if !write && !reachable(path, false) {
+                flag = Some(READ_HINT);
+            }
+        }
+    }
+    flag
+}
+
+pub const READ_HINT: &str = "[sandbox: a path outside the command's grants was refused; `--sandbox-read PATH` (or `--allow PATH`) lets commands read it]";
+pub const WRITE_HINT: &str = "[sandbox: a write outside the read-write directories was refused; `--sandbox-write PATH` (or `--allow PATH:rw`) lets commands write there]";
+
+/// The absolute paths a line names: words starting with `/`, less the quotes and punctuation
+/// tools put around them.
+fn absolute_paths(line: &str) -> impl Iterator<Item = &str> {
+    line.split(|c: char| c.is_whitespace() || matches!(c, '\'' | '"' | '`' | '(' | ')' | ','))
+        .map(|word| word.trim_end_matches([':', '.', ';']))
+        .filter(|word| word.starts_with('/') && word.len() > 1)
+}
+
+#[cfg(test)]
+mod tests;
