@@ -12,7 +12,9 @@ mod exec;
 mod fence;
 mod fs_ops;
 mod hardening;
+// `replay install` and `uninstall` for every client, with a temporary HOME.
 mod harness;
+mod install;
 #[cfg(target_os = "linux")]
 mod isolation;
 mod oneshot;
