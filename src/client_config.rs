@@ -12,7 +12,8 @@
 //!   args}` (code.visualstudio.com "MCP servers").
 //! - windsurf: `~/.codeium/windsurf/mcp_config.json`, `mcpServers` (docs.windsurf.com
 //!   "Cascade MCP").
-//! - cline: the extension's `cline_mcp_settings.json`, `mcpServers` (docs.cline.bot "MCP").
+//! - cline: `~/.cline/data/settings/cline_mcp_settings.json`, which the extension, the CLI
+//!   and the SDK share, `mcpServers` (docs.cline.bot "CLI configuration").
 //! - zed: `settings.json`, JSONC, `context_servers.NAME {command, args}` (zed.dev/docs
 //!   "Model Context Protocol").
 //! - codex: `~/.codex/config.toml`, `[mcp_servers.NAME]` with `command` and `args`
@@ -54,7 +55,7 @@ pub enum Client {
     Cursor,
     /// `~/.codeium/windsurf/mcp_config.json`'s `mcpServers` entry.
     Windsurf,
-    /// `cline_mcp_settings.json`'s `mcpServers` entry.
+    /// `~/.cline/data/settings/cline_mcp_settings.json`'s `mcpServers` entry.
     Cline,
     /// Zed `settings.json`'s `context_servers` entry.
     Zed,

@@ -1,7 +1,7 @@
 //! Where each client keeps its configuration: the user-wide file by default, or a project's
 //! with `--project DIR`. The only platform difference is the application-data directory of
-//! the Electron apps (Claude Desktop, VS Code and so Cline): `~/Library/Application Support`
-//! on macOS, the XDG config directory on Linux. Zed and opencode use `~/.config` on both.
+//! the Electron apps (Claude Desktop, VS Code): `~/Library/Application Support` on macOS, the
+//! XDG config directory on Linux. Zed and opencode use `~/.config` on both.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -56,9 +56,8 @@ pub fn user_file(client: Client, dirs: &Dirs) -> PathBuf {
         Client::Cursor => dirs.home.join(".cursor/mcp.json"),
         Client::Vscode => dirs.app_data.join("Code/User/mcp.json"),
         Client::Windsurf => dirs.home.join(".codeium/windsurf/mcp_config.json"),
-        Client::Cline => dirs.app_data.join(
-            "Code/User/globalStorage/saoudrizwan.claude-dev/settings/cline_mcp_settings.json",
-        ),
+        // Shared by the extension, the CLI and the SDK (docs.cline.bot "CLI configuration").
+        Client::Cline => dirs.home.join(".cline/data/settings/cline_mcp_settings.json"),
         Client::Zed => dirs.xdg_config.join("zed/settings.json"),
         Client::Codex => dirs.codex_home.join("config.toml"),
         Client::Gemini => dirs.home.join(".gemini/settings.json"),

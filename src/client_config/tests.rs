@@ -273,10 +273,7 @@ fn user_files() {
         (Client::Cursor, "/h/.cursor/mcp.json"),
         (Client::Vscode, "/a/Code/User/mcp.json"),
         (Client::Windsurf, "/h/.codeium/windsurf/mcp_config.json"),
-        (
-            Client::Cline,
-            "/a/Code/User/globalStorage/saoudrizwan.claude-dev/settings/cline_mcp_settings.json",
-        ),
+        (Client::Cline, "/h/.cline/data/settings/cline_mcp_settings.json"),
         (Client::Zed, "/x/zed/settings.json"),
         (Client::Codex, "/c/config.toml"),
         (Client::Gemini, "/h/.gemini/settings.json"),

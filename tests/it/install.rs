@@ -132,10 +132,7 @@ fn cases() -> Vec<Case> {
         json_case("claude-code", ".claude.json".into()),
         json_case("cursor", ".cursor/mcp.json".into()),
         json_case("windsurf", ".codeium/windsurf/mcp_config.json".into()),
-        json_case(
-            "cline",
-            format!("{app}/Code/User/globalStorage/saoudrizwan.claude-dev/settings/cline_mcp_settings.json"),
-        ),
+        json_case("cline", ".cline/data/settings/cline_mcp_settings.json".into()),
         json_case("gemini", ".gemini/settings.json".into()),
         Case {
             client: "vscode",
