@@ -169,6 +169,12 @@ pub(super) fn block_put(old: Option<&str>, new: String) -> Edit {
 fn config_path(client: Client, target: &Target) -> Result<PathBuf, String> {
     let path = match target {
         Target::Config(path) => path.clone(),
+        Target::Project(dir) if !dir.is_dir() => {
+            return Err(format!(
+                "replay: --project {}: not a directory; give the project's directory",
+                dir.display()
+            ))
+        }
         Target::Project(dir) => paths::project_file(client, dir).ok_or_else(|| {
             let name = clap::ValueEnum::to_possible_value(&client)
                 .map(|v| v.get_name().to_string())

@@ -358,6 +358,11 @@ fn config_project_and_npx() {
     assert_eq!(value["mcpServers"]["replay"]["type"], "stdio");
     assert!(!env.path("home/.claude.json").exists());
 
+    let out = run(&home, &["install", "cursor", "--project", &env.p("missing")]);
+    expect_status(&out, 1, "missing project");
+    assert!(out.stderr.contains("not a directory"), "{}", out.stderr);
+    assert!(!env.path("missing").exists(), "--project created the directory");
+
     let out = run(&home, &["install", "claude-desktop", "--project", &proj]);
     expect_status(&out, 1, "no project file");
     assert!(out.stderr.contains("drop --project"), "{}", out.stderr);
