@@ -258,6 +258,20 @@ fn quote_shell(word: &str) -> String {
     format!("'{}'", word.replace('\'', r"'\''"))
 }
 
+/// print-config's note for stderr: which file the text goes in, and that `replay install`
+/// writes it there. `None` for the `claude mcp add` line, and without HOME.
+pub fn file_note(client: Client, json: bool) -> Option<String> {
+    if client == Client::ClaudeCode && !json {
+        return None;
+    }
+    let dirs = paths::Dirs::from_env(|name| std::env::var_os(name)).ok()?;
+    let name = clap::ValueEnum::to_possible_value(&client)?.get_name().to_string();
+    Some(format!(
+        "replay: this goes in {}; `replay install {name}` with the same flags writes it there",
+        paths::user_file(client, &dirs).display()
+    ))
+}
+
 /// This binary's absolute path with symlinks resolved, as a configuration must name it.
 pub fn current_exe() -> Result<String, String> {
     let exe = std::env::current_exe()

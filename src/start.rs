@@ -29,7 +29,9 @@ pub fn main() -> ExitCode {
         Invocation::PrintConfig(print) => match client_config::current_exe() {
             Ok(exe) => {
                 let launch = client_config::Launch::binary(&exe, &print.server_args);
-                answer(&client_config::render(print.client, print.json, &launch), "", 0)
+                let text = client_config::render(print.client, print.json, &launch);
+                let note = client_config::file_note(print.client, print.json);
+                answer(&text, note.as_deref().unwrap_or(""), 0)
             }
             Err(message) => answer("", &message, 1),
         },

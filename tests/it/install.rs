@@ -439,6 +439,11 @@ fn print_config_every_client() {
         let entry = value.pointer(pointer).unwrap_or_else(|| panic!("{client}: {}", out.stdout));
         assert_eq!(command_line(entry), expected, "{client}");
     }
+    // stderr says which file the text goes in.
+    let out = run(&home, &["print-config", "zed", &root]);
+    let file = env.path("root/.config/zed/settings.json");
+    assert!(out.stderr.contains(&path_str(&file)), "{}", out.stderr);
+    assert!(out.stderr.contains("replay install zed"), "{}", out.stderr);
     let out = run(&home, &["print-config", "opencode", &root]);
     let value = parse(Syntax::Json, &out.stdout);
     assert_eq!(
