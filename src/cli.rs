@@ -1,5 +1,5 @@
-//! The command line (clap): the server's flags, the subcommands `call`, `tools`, `schema` and
-//! `print-config`, and the `Config` built once from them, with canonical allowed roots.
+//! The command line (clap): the server's flags, the subcommands `call`, `tools`, `schema`,
+//! `print-config`, `install` and `uninstall`, and the `Config` built once from them, with canonical allowed roots.
 //!
 //! A subcommand is recognized only as the first argument. Anything else is the server's command
 //! line, exactly as before the subcommands existed: with `--mcp-server`, every bare word is a
@@ -86,6 +86,11 @@ enum Command {
     /// Print a client's configuration that starts this binary (by its absolute path) as a
     /// server with the flags given here.
     PrintConfig(PrintConfigArgs),
+    /// Add the server entry that starts this binary (with the flags given here) to a client's
+    /// config file, keeping everything else in it; a backup of the old file is kept beside it.
+    Install(InstallArgs),
+    /// Remove the server entry from a client's config file, keeping everything else in it.
+    Uninstall(UninstallArgs),
     /// Print what execute_command's commands may read, execute and write on this machine
     /// under the flags given here, and why; and what stays out.
     Sandbox(SandboxArgs),
@@ -148,6 +153,65 @@ struct PrintConfigArgs {
     /// Allowed directories, read-write (or with a `:ro`/`:rw` suffix).
     #[arg(value_name = "DIR")]
     dirs: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+struct InstallArgs {
+    /// The client whose config file to edit.
+    #[arg(value_enum, value_name = "CLIENT")]
+    client: Client,
+
+    #[command(flatten)]
+    target: TargetArgs,
+
+    /// Start the server through `npx -y replay-mcp` instead of this binary's absolute path.
+    #[arg(long)]
+    npx: bool,
+
+    /// Replace a `replay` entry that differs from the one to write.
+    #[arg(long)]
+    force: bool,
+
+    /// Accepted and implied: the entry starts a server.
+    #[arg(long, hide = true)]
+    mcp_server: bool,
+
+    #[command(flatten)]
+    policy: PolicyArgs,
+
+    #[command(flatten)]
+    replies: ReplyArgs,
+
+    /// Allowed directories, read-write (or with a `:ro`/`:rw` suffix).
+    #[arg(value_name = "DIR")]
+    dirs: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+struct UninstallArgs {
+    /// The client whose config file to edit.
+    #[arg(value_enum, value_name = "CLIENT")]
+    client: Client,
+
+    #[command(flatten)]
+    target: TargetArgs,
+}
+
+/// Which config file `install` and `uninstall` edit, and whether they only show the diff.
+#[derive(Debug, Args)]
+struct TargetArgs {
+    /// Edit this file instead of the client's user-wide config file.
+    #[arg(long, value_name = "PATH", conflicts_with = "project")]
+    config: Option<PathBuf>,
+
+    /// Edit the config file of the project in DIR (`.mcp.json` for claude-code,
+    /// `.vscode/mcp.json` for vscode, …) instead of the user-wide one.
+    #[arg(long, value_name = "DIR")]
+    project: Option<PathBuf>,
+
+    /// Print the diff of the change on stdout and leave the file as it is.
+    #[arg(long)]
+    dry_run: bool,
 }
 
 /// The flags that shape what a server (or one `replay call`) may do.
@@ -270,6 +334,17 @@ pub struct PrintConfig {
     pub server_args: Vec<String>,
 }
 
+/// `replay install`: the client's file and the server's command line, paths made absolute.
+#[derive(Debug)]
+pub struct Install {
+    pub client: Client,
+    pub target: client_config::Target,
+    pub npx: bool,
+    pub dry_run: bool,
+    pub force: bool,
+    pub server_args: Vec<String>,
+}
+
 /// What `main` should do.
 #[derive(Debug)]
 pub enum Invocation {
@@ -282,6 +357,13 @@ pub enum Invocation {
     PrintConfig(PrintConfig),
     /// `replay sandbox`: what commands may reach under this configuration.
     Sandbox(Config),
+    Install(Install),
+    /// `replay uninstall`: remove the entry from this client's file (or show the diff).
+    Uninstall {
+        client: Client,
+        target: client_config::Target,
+        dry_run: bool,
+    },
     /// `--help` or `--version`: print this to stdout and exit 0.
     Help(String),
     /// Print this to stderr and exit with this status.
@@ -364,6 +446,12 @@ pub fn parse_from(args: Vec<OsString>) -> Invocation {
             Ok(config) => Invocation::Sandbox(config),
             Err(Stop { message, status }) => Invocation::Exit { message, status },
         },
+        (Some(Command::Install(install)), Some(m)) => install_invocation(install, m),
+        (Some(Command::Uninstall(args)), _) => Invocation::Uninstall {
+            client: args.client,
+            target: target_of(&args.target),
+            dry_run: args.target.dry_run,
+        },
         (Some(_), None) => usage_error("replay: a subcommand without its arguments"),
         (None, _) => serve_invocation(&cli, &matches),
     }
@@ -387,7 +475,7 @@ fn serve_invocation(cli: &Cli, matches: &ArgMatches) -> Invocation {
     if !cli.mcp_server {
         let usage = Cli::command().render_usage().to_string();
         let message = format!(
-            "{usage}\n\nreplay serves MCP only with --mcp-server, e.g.\n  replay --mcp-server --allow DIR[:rw|:ro]\nOr give a subcommand first: call, tools, schema, print-config.\nSee replay --help."
+            "{usage}\n\nreplay serves MCP only with --mcp-server, e.g.\n  replay --mcp-server --allow DIR[:rw|:ro]\nOr give a subcommand first: call, tools, schema, print-config, install, uninstall.\nSee replay --help."
         );
         return usage_error(message);
     }
@@ -412,24 +500,55 @@ fn call_invocation(call: CallArgs, matches: &ArgMatches) -> Invocation {
 }
 
 fn print_config_invocation(print: PrintConfigArgs, matches: &ArgMatches) -> Invocation {
-    let policy = &print.policy;
-    if let Err(unknown) = selection_of(&policy.selection).check() {
-        return usage_error(unknown.to_string());
-    }
-    let home = std::env::var_os("HOME").map(PathBuf::from);
-    let requested = requested_roots(policy, &print.dirs, matches);
-    let roots = match canonical_roots(requested, home.as_deref()) {
-        Ok(roots) => roots,
-        Err(message) => return Invocation::Exit { message, status: 1 },
-    };
-    match server_args(policy, &roots, &print.replies.tool_errors, home.as_deref()) {
+    match client_server_args(&print.policy, &print.replies, &print.dirs, matches) {
         Ok(server_args) => Invocation::PrintConfig(PrintConfig {
             client: print.client,
             json: print.json,
             server_args,
         }),
-        Err(message) => Invocation::Exit { message, status: 1 },
+        Err(Stop { message, status }) => Invocation::Exit { message, status },
     }
+}
+
+fn install_invocation(install: InstallArgs, matches: &ArgMatches) -> Invocation {
+    match client_server_args(&install.policy, &install.replies, &install.dirs, matches) {
+        Ok(server_args) => Invocation::Install(Install {
+            client: install.client,
+            target: target_of(&install.target),
+            npx: install.npx,
+            dry_run: install.target.dry_run,
+            force: install.force,
+            server_args,
+        }),
+        Err(Stop { message, status }) => Invocation::Exit { message, status },
+    }
+}
+
+fn target_of(args: &TargetArgs) -> client_config::Target {
+    match (&args.config, &args.project) {
+        (Some(path), _) => client_config::Target::Config(path.clone()),
+        (None, Some(dir)) => client_config::Target::Project(dir.clone()),
+        (None, None) => client_config::Target::User,
+    }
+}
+
+/// The server's arguments a client's configuration holds (`server_args`); a usage error (2)
+/// for an unknown tool, exit 1 for a directory that cannot be used.
+fn client_server_args(
+    policy: &PolicyArgs,
+    replies: &ReplyArgs,
+    dirs: &[String],
+    matches: &ArgMatches,
+) -> Result<Vec<String>, Stop> {
+    selection_of(&policy.selection)
+        .check()
+        .map_err(|unknown| Stop { message: unknown.to_string(), status: 2 })?;
+    let home = std::env::var_os("HOME").map(PathBuf::from);
+    let requested = requested_roots(policy, dirs, matches);
+    let roots = canonical_roots(requested, home.as_deref())
+        .map_err(|message| Stop { message, status: 1 })?;
+    server_args(policy, &roots, &replies.tool_errors, home.as_deref())
+        .map_err(|message| Stop { message, status: 1 })
 }
 
 fn selection_of(args: &SelectionArgs) -> Selection {

@@ -1,13 +1,48 @@
-//! `replay print-config`: a client's configuration that starts this binary as a server, in the
-//! shapes README's "Configuring clients" section shows.
+//! `replay print-config`, `replay install` and `replay uninstall`: the server entry that starts
+//! this binary, in each client's own shape, printed or merged into the client's config file.
+//!
+//! Each client's file and shape, from its documentation (read through the project's search
+//! tool, docs corpus, 2026-11-28):
+//! - claude-desktop: `claude_desktop_config.json`, `mcpServers.NAME {command, args}`
+//!   (modelcontextprotocol.io "Connect to local MCP servers").
+//! - claude-code: `~/.claude.json` (user scope) or a project's `.mcp.json`, `mcpServers.NAME
+//!   {type: "stdio", command, args}` (docs.anthropic.com Claude Code "MCP").
+//! - cursor: `~/.cursor/mcp.json` or `.cursor/mcp.json`, `mcpServers` (docs.cursor.com "MCP").
+//! - vscode: the user or workspace `mcp.json`, JSONC, `servers.NAME {type: "stdio", command,
+//!   args}` (code.visualstudio.com "MCP servers").
+//! - windsurf: `~/.codeium/windsurf/mcp_config.json`, `mcpServers` (docs.windsurf.com
+//!   "Cascade MCP").
+//! - cline: `~/.cline/data/settings/cline_mcp_settings.json`, which the extension, the CLI
+//!   and the SDK share, `mcpServers` (docs.cline.bot "CLI configuration").
+//! - zed: `settings.json`, JSONC, `context_servers.NAME {command, args}` (zed.dev/docs
+//!   "Model Context Protocol").
+//! - codex: `~/.codex/config.toml`, `[mcp_servers.NAME]` with `command` and `args`
+//!   (developers.openai.com Codex "MCP").
+//! - gemini: `~/.gemini/settings.json`, `mcpServers` (Gemini CLI docs "MCP servers").
+//! - continue: a YAML block file in `~/.continue/mcpServers/`: `name`, `version`, `schema: v1`
+//!   and an `mcpServers` list of `{name, command, args}` (docs.continue.dev "MCP").
+//! - opencode: `~/.config/opencode/opencode.json`, `mcp.NAME {type: "local", command: [one
+//!   array], enabled: true}` (opencode.ai/docs "MCP servers").
+//!
+//! Continue gets a block file that replay owns whole, `~/.continue/mcpServers/replay.yaml`,
+//! rather than an entry merged into `config.yaml`: rewriting the user's YAML would drop its
+//! comments and layout (no YAML editor keeps them), while a file of replay's own is written
+//! and removed without touching anything else.
 //!
 //! The JSON is written by hand, not through serde_json's map (which sorts keys), so that
 //! `command` comes before `args` as in every client's documentation; each string goes through
 //! serde_json for its escaping, and a test parses the result.
 
+mod install;
+mod json;
+mod paths;
+mod toml;
+
 use std::path::Path;
 
-/// The clients `print-config` knows.
+pub use install::{install, uninstall, Request, Target};
+
+/// The clients `print-config`, `install` and `uninstall` know.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Client {
     /// `claude_desktop_config.json`'s `mcpServers` entry.
@@ -18,49 +53,198 @@ pub enum Client {
     Vscode,
     /// `.cursor/mcp.json`'s `mcpServers` entry.
     Cursor,
+    /// `~/.codeium/windsurf/mcp_config.json`'s `mcpServers` entry.
+    Windsurf,
+    /// `~/.cline/data/settings/cline_mcp_settings.json`'s `mcpServers` entry.
+    Cline,
+    /// Zed `settings.json`'s `context_servers` entry.
+    Zed,
+    /// `~/.codex/config.toml`'s `[mcp_servers.replay]` table.
+    Codex,
+    /// `~/.gemini/settings.json`'s `mcpServers` entry.
+    Gemini,
+    /// The block file `~/.continue/mcpServers/replay.yaml`.
+    Continue,
+    /// `opencode.json`'s `mcp` entry (the command and its arguments in one array).
+    Opencode,
 }
 
 /// The name the server is registered under.
 const NAME: &str = "replay";
 
-/// The configuration text, ending in a newline. `exe` is the binary's absolute path; `args` its
-/// arguments (`--mcp-server` first).
-pub fn render(client: Client, json: bool, exe: &str, args: &[String]) -> String {
-    match client {
-        Client::ClaudeDesktop | Client::Cursor => json_entry("mcpServers", None, exe, args),
-        Client::ClaudeCode if json => json_entry("mcpServers", Some("stdio"), exe, args),
-        Client::ClaudeCode => claude_mcp_add(exe, args),
-        Client::Vscode => json_entry("servers", Some("stdio"), exe, args),
+/// The npm launcher package (`npx -y replay-mcp …`).
+const NPM_PACKAGE: &str = "replay-mcp";
+
+/// The program a client starts and its arguments: this binary, or npx running the npm package.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Launch {
+    pub command: String,
+    pub args: Vec<String>,
+}
+
+impl Launch {
+    /// This binary (`exe`, absolute) with the server's `args` (`--mcp-server` first).
+    pub fn binary(exe: &str, args: &[String]) -> Launch {
+        Launch { command: exe.to_string(), args: args.to_vec() }
+    }
+
+    /// `npx -y replay-mcp ARGS`: works wherever Node is, without a path to this binary.
+    pub fn npx(args: &[String]) -> Launch {
+        let mut all = vec!["-y".to_string(), NPM_PACKAGE.to_string()];
+        all.extend_from_slice(args);
+        Launch { command: "npx".to_string(), args: all }
     }
 }
 
-/// `{"<key>": {"replay": {"type": …, "command": …, "args": […]}}}`, laid out as README shows.
-fn json_entry(key: &str, kind: Option<&str>, exe: &str, args: &[String]) -> String {
-    let quoted: Vec<String> = args.iter().map(|a| quote_json(a)).collect();
-    let mut out = format!("{{\n  {}: {{\n    {}: {{\n", quote_json(key), quote_json(NAME));
-    if let Some(kind) = kind {
-        out.push_str(&format!("      \"type\": {},\n", quote_json(kind)));
+/// One value of a server entry.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Field {
+    Text(String),
+    Bool(bool),
+    List(Vec<String>),
+}
+
+/// A server entry: its fields in the order the client's documentation shows them.
+type Entry = Vec<(&'static str, Field)>;
+
+/// How a client's config file holds the entry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Format {
+    /// A JSON (or JSONC) object under this top-level key.
+    Json(&'static str),
+    /// Codex's TOML `[mcp_servers.replay]`.
+    Toml,
+    /// Continue's block file, replay's own.
+    YamlBlock,
+}
+
+fn format(client: Client) -> Format {
+    match client {
+        Client::Vscode => Format::Json("servers"),
+        Client::Zed => Format::Json("context_servers"),
+        Client::Opencode => Format::Json("mcp"),
+        Client::Codex => Format::Toml,
+        Client::Continue => Format::YamlBlock,
+        Client::ClaudeDesktop
+        | Client::ClaudeCode
+        | Client::Cursor
+        | Client::Windsurf
+        | Client::Cline
+        | Client::Gemini => Format::Json("mcpServers"),
     }
-    out.push_str(&format!("      \"command\": {},\n", quote_json(exe)));
-    out.push_str(&format!("      \"args\": [{}]\n", quoted.join(", ")));
-    out.push_str("    }\n  }\n}\n");
-    out
+}
+
+/// The client's entry for `launch`.
+fn entry(client: Client, launch: &Launch) -> Entry {
+    let command = Field::Text(launch.command.clone());
+    let args = Field::List(launch.args.clone());
+    let kind = |kind: &str| ("type", Field::Text(kind.to_string()));
+    match client {
+        Client::ClaudeCode | Client::Vscode => {
+            vec![kind("stdio"), ("command", command), ("args", args)]
+        }
+        Client::Opencode => {
+            let mut line = vec![launch.command.clone()];
+            line.extend(launch.args.iter().cloned());
+            vec![kind("local"), ("command", Field::List(line)), ("enabled", Field::Bool(true))]
+        }
+        Client::Continue => {
+            vec![("name", Field::Text(NAME.to_string())), ("command", command), ("args", args)]
+        }
+        _ => vec![("command", command), ("args", args)],
+    }
+}
+
+/// The configuration text `print-config` shows, ending in a newline: for the JSON clients a
+/// whole file holding only this entry, for codex the TOML table, for continue the block file,
+/// for claude-code without `json` the `claude mcp add` line.
+pub fn render(client: Client, json: bool, launch: &Launch) -> String {
+    if client == Client::ClaudeCode && !json {
+        return claude_mcp_add(launch);
+    }
+    let entry = entry(client, launch);
+    match format(client) {
+        Format::Json(key) => json_file(key, &entry),
+        Format::Toml => toml::render(&entry),
+        Format::YamlBlock => yaml_block(&entry),
+    }
+}
+
+/// `{"<key>": {"replay": {fields}}}`, laid out as README shows: one field a line, lists on one.
+fn json_file(key: &str, entry: &Entry) -> String {
+    let fields: Vec<String> = entry
+        .iter()
+        .map(|(name, field)| format!("      {}: {}", quote_json(name), json_field(field)))
+        .collect();
+    format!(
+        "{{\n  {}: {{\n    {}: {{\n{}\n    }}\n  }}\n}}\n",
+        quote_json(key),
+        quote_json(NAME),
+        fields.join(",\n")
+    )
+}
+
+fn json_field(field: &Field) -> String {
+    match field {
+        Field::Text(text) => quote_json(text),
+        Field::Bool(flag) => flag.to_string(),
+        Field::List(items) => {
+            let quoted: Vec<String> = items.iter().map(|a| quote_json(a)).collect();
+            format!("[{}]", quoted.join(", "))
+        }
+    }
 }
 
 fn quote_json(text: &str) -> String {
     serde_json::Value::from(text).to_string()
 }
 
-/// `claude mcp add --transport stdio --scope project replay -- EXE ARGS…`, quoted for a POSIX
-/// shell.
-fn claude_mcp_add(exe: &str, args: &[String]) -> String {
+/// The entry as serde_json sees it, to compare with one a file holds.
+fn json_value(entry: &Entry) -> serde_json::Value {
+    let object = entry.iter().map(|(name, field)| {
+        let value = match field {
+            Field::Text(text) => serde_json::Value::from(text.as_str()),
+            Field::Bool(flag) => serde_json::Value::from(*flag),
+            Field::List(items) => serde_json::Value::from(items.clone()),
+        };
+        (name.to_string(), value)
+    });
+    serde_json::Value::Object(object.collect())
+}
+
+/// Continue's block file. Strings are JSON-quoted: a double-quoted JSON string is a valid YAML
+/// double-quoted scalar with the same escapes, so no path needs YAML's own quoting rules.
+fn yaml_block(entry: &Entry) -> String {
+    let mut out = format!(
+        "# Written by `replay install continue`; `replay uninstall continue` removes it.\nname: {}\nversion: 0.0.1\nschema: v1\nmcpServers:\n",
+        quote_json(NAME)
+    );
+    for (n, (name, field)) in entry.iter().enumerate() {
+        let lead = if n == 0 { "  - " } else { "    " };
+        match field {
+            Field::Text(text) => out.push_str(&format!("{lead}{name}: {}\n", quote_json(text))),
+            Field::Bool(flag) => out.push_str(&format!("{lead}{name}: {flag}\n")),
+            Field::List(items) => {
+                out.push_str(&format!("{lead}{name}:\n"));
+                for item in items {
+                    out.push_str(&format!("      - {}\n", quote_json(item)));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// `claude mcp add --transport stdio --scope project replay -- COMMAND ARGS…`, quoted for a
+/// POSIX shell.
+fn claude_mcp_add(launch: &Launch) -> String {
     let mut words: Vec<String> = ["claude", "mcp", "add", "--transport", "stdio", "--scope"]
         .iter()
         .map(|w| w.to_string())
         .collect();
     words.extend(["project".to_string(), NAME.to_string(), "--".to_string()]);
-    words.push(quote_shell(exe));
-    words.extend(args.iter().map(|a| quote_shell(a)));
+    words.push(quote_shell(&launch.command));
+    words.extend(launch.args.iter().map(|a| quote_shell(a)));
     format!("{}\n", words.join(" "))
 }
 
@@ -72,6 +256,20 @@ fn quote_shell(word: &str) -> String {
         return word.to_string();
     }
     format!("'{}'", word.replace('\'', r"'\''"))
+}
+
+/// print-config's note for stderr: which file the text goes in, and that `replay install`
+/// writes it there. `None` for the `claude mcp add` line, and without HOME.
+pub fn file_note(client: Client, json: bool) -> Option<String> {
+    if client == Client::ClaudeCode && !json {
+        return None;
+    }
+    let dirs = paths::Dirs::from_env(|name| std::env::var_os(name)).ok()?;
+    let name = clap::ValueEnum::to_possible_value(&client)?.get_name().to_string();
+    Some(format!(
+        "replay: this goes in {}; `replay install {name}` with the same flags writes it there",
+        paths::user_file(client, &dirs).display()
+    ))
 }
 
 /// This binary's absolute path with symlinks resolved, as a configuration must name it.

@@ -1,5 +1,5 @@
 //! What the binary does from start to exit: parse the command line (`cli`), answer a
-//! subcommand (`oneshot`, `client_config`), or start logging, confine the process (`sandbox`)
+//! subcommand (`oneshot`, `client_config`: print-config, install, uninstall), or start logging, confine the process (`sandbox`)
 //! before any thread exists, and serve the session (`protocol::session::serve`).
 
 use std::io::Write;
@@ -28,9 +28,10 @@ pub fn main() -> ExitCode {
         },
         Invocation::PrintConfig(print) => match client_config::current_exe() {
             Ok(exe) => {
-                let text =
-                    client_config::render(print.client, print.json, &exe, &print.server_args);
-                answer(&text, "", 0)
+                let launch = client_config::Launch::binary(&exe, &print.server_args);
+                let text = client_config::render(print.client, print.json, &launch);
+                let note = client_config::file_note(print.client, print.json);
+                answer(&text, note.as_deref().unwrap_or(""), 0)
             }
             Err(message) => answer("", &message, 1),
         },
@@ -39,9 +40,35 @@ pub fn main() -> ExitCode {
             "",
             0,
         ),
+        Invocation::Install(install) => install_entry(install),
+        Invocation::Uninstall { client, target, dry_run } => {
+            let outcome = client_config::uninstall(client, &target, dry_run);
+            answer(&outcome.stdout, &outcome.stderr, outcome.status)
+        }
         Invocation::Help(text) => answer(&text, "", 0),
         Invocation::Exit { message, status } => answer("", &message, status as u8),
     }
+}
+
+/// `replay install`: the entry names this binary, or npx with `--npx`.
+fn install_entry(install: cli::Install) -> ExitCode {
+    let launch = if install.npx {
+        client_config::Launch::npx(&install.server_args)
+    } else {
+        match client_config::current_exe() {
+            Ok(exe) => client_config::Launch::binary(&exe, &install.server_args),
+            Err(message) => return answer("", &message, 1),
+        }
+    };
+    let request = client_config::Request {
+        client: install.client,
+        target: install.target,
+        launch,
+        dry_run: install.dry_run,
+        force: install.force,
+    };
+    let outcome = client_config::install(&request);
+    answer(&outcome.stdout, &outcome.stderr, outcome.status)
 }
 
 /// Writes a subcommand's answer and gives its status. A reader that went away (`| head`) ends

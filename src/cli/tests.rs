@@ -25,7 +25,7 @@ fn parse_line(line: &[&str]) -> Invocation {
 }
 
 /// What `line` parses to, in a word: `serve`, `call`, `tools`, `schema`, `print-config`,
-/// `help`, or `exit N`.
+/// `install`, `uninstall`, `help`, or `exit N`.
 fn kind(line: &[&str]) -> String {
     match parse_line(line) {
         Invocation::Serve(_) => "serve".into(),
@@ -34,6 +34,8 @@ fn kind(line: &[&str]) -> String {
         Invocation::Schema(_) => "schema".into(),
         Invocation::PrintConfig(_) => "print-config".into(),
         Invocation::Sandbox(_) => "sandbox".into(),
+        Invocation::Install(_) => "install".into(),
+        Invocation::Uninstall { .. } => "uninstall".into(),
         Invocation::Help(_) => "help".into(),
         Invocation::Exit { status, .. } => format!("exit {status}"),
     }
@@ -66,6 +68,14 @@ fn invocations() {
         (&["print-config", "cursor", dir], "print-config"),
         (&["print-config", "cursor", "--mcp-server", "--allow", dir], "print-config"),
         (&["print-config", "emacs"], "exit 2"),
+        (&["install", "zed", dir], "install"),
+        (&["install", "codex", "--npx", "--force", "--dry-run", "--allow", dir], "install"),
+        (&["install", "cursor", "--config", "/c.json", "--project", dir], "exit 2"),
+        (&["install", "cursor", "--tools", "cat"], "exit 2"),
+        (&["install", "cursor", "/no/such/dir/anywhere"], "exit 1"),
+        (&["install", "emacs"], "exit 2"),
+        (&["uninstall", "opencode", "--project", dir, "--dry-run"], "uninstall"),
+        (&["uninstall", "opencode", dir], "exit 2"),
         (&["--mcp-server", "--tools", "read_file,cat"], "exit 2"),
         (&["--mcp-server", "--disable-tool", "cat"], "exit 2"),
         // The unknown tool is reported before the missing directory.

@@ -95,5 +95,7 @@ mod crashes;
 mod cli;
 // replay without an MCP client: call, tools, schema and print-config.
 mod oneshot;
+// `replay install` and `uninstall` for every client, with a temporary HOME.
+mod install;
 // The documents against the code: README's tool table and every relative link.
 mod docs;
