@@ -59,7 +59,7 @@ pub mod fuzz {
             };
         }
         pub mod reply {
-            pub use crate::protocol::reply::{batch_pieces, tool_line, Budget};
+            pub use crate::protocol::reply::{batch_pieces, tool_line, LineAllowance};
         }
         pub mod revision {
             pub use crate::protocol::revision::{envelope, LATEST_LEGACY};

@@ -11,7 +11,7 @@ use crate::error;
 use crate::policy::Policy;
 use crate::progress::{Cancel, Progress};
 use crate::protocol::dispatch::{self, ToolReply};
-use crate::protocol::jsonrpc::{self, RpcError};
+use crate::protocol::jsonrpc::RpcError;
 use crate::protocol::revision::LATEST_LEGACY;
 use crate::reply_size::MAX_REPLY_BYTES;
 use crate::schema;
@@ -75,7 +75,7 @@ fn json_line(reply: ToolReply) -> String {
         }
         Err(len) => {
             let error = RpcError::new(
-                jsonrpc::INTERNAL_ERROR,
+                error::INTERNAL,
                 format!("the result would be {len} bytes of JSON, over the limit of {MAX_REPLY_BYTES}; ask for less"),
             );
             json_line(dispatch::error_result(&error))

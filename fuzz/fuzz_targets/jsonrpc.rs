@@ -18,7 +18,7 @@ use replay::fuzz::policy::Policy;
 use replay::fuzz::progress::{Cancel, Progress};
 use replay::fuzz::protocol::dispatch::call_tool;
 use replay::fuzz::protocol::jsonrpc::{self, Element, Id, Incoming, Message};
-use replay::fuzz::protocol::reply::{self, Budget};
+use replay::fuzz::protocol::reply::{self, LineAllowance};
 use replay::fuzz::protocol::revision::{self, LATEST_LEGACY};
 use replay::fuzz::schema;
 use replay::fuzz::tools::table::Tool;
@@ -128,7 +128,7 @@ fn tools_call(id: &Id, params: Value) -> String {
         params,
     );
     match reply {
-        Ok(reply) => reply::tool_line(id, reply, LATEST_LEGACY, &Budget::default()),
+        Ok(reply) => reply::tool_line(id, reply, LATEST_LEGACY, &LineAllowance::default()),
         Err(error) => {
             if accepted {
                 assert!(

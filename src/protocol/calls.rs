@@ -12,7 +12,7 @@ use crate::progress::{Cancel, Progress};
 use crate::protocol::dispatch::{self, ToolCall};
 use crate::protocol::held::Held;
 use crate::protocol::jsonrpc::{self, Element, Id, RpcError};
-use crate::protocol::reply::{self, Budget};
+use crate::protocol::reply::{self, LineAllowance};
 use crate::protocol::revision::Revision;
 use crate::protocol::schedule::Schedule;
 use crate::protocol::scope::{Scope, Scopes};
@@ -139,7 +139,7 @@ impl Calls {
     ) {
         let call = self.prepare(element, id, params, revision);
         if call.runs_inline() || self.scopes.sandbox_deferred() {
-            if let Some(line) = self.run_tool(call, &Budget::default()) {
+            if let Some(line) = self.run_tool(call, &LineAllowance::default()) {
                 self.held.send_line(line);
             }
             return;
@@ -151,14 +151,14 @@ impl Calls {
             // async task that hops there.
             self.schedule.runtime().spawn_blocking(move || {
                 calls.outbox.wait_for_room();
-                if let Some(line) = calls.run_tool(call, &Budget::default()) {
+                if let Some(line) = calls.run_tool(call, &LineAllowance::default()) {
                     calls.held.send_line(line);
                 }
                 drop(running);
             });
         } else {
             self.schedule.runtime().spawn(async move {
-                let budget = Arc::new(Budget::default());
+                let budget = Arc::new(LineAllowance::default());
                 if let Some(line) = calls.clone().call_tool(call, budget).await {
                     calls.held.send_line(line);
                 }
@@ -171,7 +171,7 @@ impl Calls {
     /// their turns in order); one array of replies, none if every element was a notification.
     /// The array is the elements' reply lines joined, under `budget`, the cap on one reply as a
     /// whole.
-    pub fn run_batch(self: &Arc<Self>, jobs: Vec<Job>, budget: Arc<Budget>, cost: usize) {
+    pub fn run_batch(self: &Arc<Self>, jobs: Vec<Job>, budget: Arc<LineAllowance>, cost: usize) {
         if self.scopes.sandbox_deferred() {
             let replies: Vec<String> = jobs
                 .into_iter()
@@ -239,7 +239,11 @@ impl Calls {
 
     /// Runs a tool call once its write turn (if any) has come. `None` when the client
     /// cancelled it: a cancelled request gets no response.
-    async fn call_tool(self: Arc<Self>, mut call: Call, budget: Arc<Budget>) -> Option<String> {
+    async fn call_tool(
+        self: Arc<Self>,
+        mut call: Call,
+        budget: Arc<LineAllowance>,
+    ) -> Option<String> {
         if let Some(turn) = &mut call.turn {
             turn.wait().await;
         }
@@ -263,7 +267,7 @@ impl Calls {
 
     /// Runs a tool call on this thread, unless it was cancelled already, and writes its reply
     /// line (without the newline).
-    fn run_tool(&self, call: Call, budget: &Budget) -> Option<String> {
+    fn run_tool(&self, call: Call, budget: &LineAllowance) -> Option<String> {
         let Call { id, request, revision, scope, cancel, progress, turn } = call;
         let started = turn.as_ref().is_none_or(|turn| turn.start(&cancel));
         let result = if !started || cancel.is_cancelled() {

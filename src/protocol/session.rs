@@ -14,7 +14,7 @@ use crate::protocol::held::Held;
 use crate::protocol::jsonrpc::{
     self, Element, Id, Incoming, Message, RpcError, METHOD_NOT_FOUND, PARSE_ERROR,
 };
-use crate::protocol::reply::{self, Budget};
+use crate::protocol::reply::{self, LineAllowance};
 use crate::protocol::revision::{self, Revision};
 use crate::protocol::schedule::DRAIN_LIMIT;
 use crate::protocol::scope::Scopes;
@@ -174,13 +174,13 @@ impl Session {
         }
         // One budget for the whole array: every reply in it is charged, tool results and the
         // others alike (20,000 `tools/list` in one batch asked for 298 MiB).
-        let budget = Arc::new(Budget::default());
+        let budget = Arc::new(LineAllowance::default());
         let jobs = batch.into_iter().map(|element| self.batch_job(element, &budget)).collect();
         self.calls.run_batch(jobs, budget, cost);
     }
 
     /// One element of a batch: a tool call registered with the call path, or its reply.
-    fn batch_job(&self, mut element: Element, budget: &Budget) -> Job {
+    fn batch_job(&self, mut element: Element, budget: &LineAllowance) -> Job {
         let message = match element.classify() {
             Ok(message) => message,
             Err((id, error)) => {
