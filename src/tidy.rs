@@ -429,6 +429,31 @@ fn levels(modules: &[Module]) -> Vec<String> {
     lines
 }
 
+/// No circle among the top-level modules either (`protocol` → `cli` → `oneshot` → `protocol`
+/// made three entry points one tangle): each module's imports, followed, never lead back to it.
+#[test]
+fn no_import_circle_between_modules() {
+    let modules = modules();
+    let mut below: std::collections::BTreeMap<&str, std::collections::BTreeSet<&str>> =
+        std::collections::BTreeMap::new();
+    for (from, to) in edges(&modules) {
+        let (from, to) = (top(&modules[from]), top(&modules[to]));
+        if from != to && !from.is_empty() && !to.is_empty() {
+            below.entry(from).or_default().insert(to);
+        }
+    }
+    for &start in below.keys() {
+        let mut seen = std::collections::BTreeSet::new();
+        let mut next: Vec<&str> = below[start].iter().copied().collect();
+        while let Some(module) = next.pop() {
+            assert_ne!(module, start, "`{start}` imports, through others, from itself");
+            if seen.insert(module) {
+                next.extend(below.get(module).into_iter().flatten().copied());
+            }
+        }
+    }
+}
+
 /// `start` is the top; the command line and the one-shot calls sit side by side under it, and
 /// the protocol below both (the cli takes only `protocol::ToolErrors` from it).
 #[test]
