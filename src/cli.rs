@@ -6,15 +6,18 @@
 //! directory, so `replay --mcp-server tools` serves the directory `tools`.
 
 use std::ffi::OsString;
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand};
+use serde_json::{json, Value};
 
 use crate::client_config::{self, Client};
-use crate::oneshot;
 use crate::policy::{canonical_root, expand_home, Access, AllowedRoot, MAX_ROOTS};
+use crate::protocol::ToolErrors;
 use crate::sandbox::SandboxConfig;
-use crate::selection::{self, Selection, UnknownTool, WRITERS};
+use crate::selection::{self, Selection, UnknownTool};
+use crate::tools::table::Tool;
 
 /// The subcommands whose name, given first, is not a directory. (`print-config` takes the
 /// server's flags, `--mcp-server` included, so it is not listed: see `misplaced_mcp_server`.)
@@ -296,8 +299,8 @@ struct ReplyArgs {
     /// How a failing tool call is answered: `rpc`, a JSON-RPC error with the contract's code
     /// (the default); or `result`, an `isError: true` result whose text carries the code and
     /// message, for hosts that hide JSON-RPC errors from the model.
-    #[arg(long, value_name = "rpc|result", default_value = "rpc", value_parser = ["rpc", "result"])]
-    tool_errors: String,
+    #[arg(long, value_enum, value_name = "rpc|result", default_value = "rpc")]
+    tool_errors: ToolErrors,
 }
 
 /// The server's configuration, valid by construction: every root exists, is a directory and is
@@ -311,7 +314,7 @@ pub struct Config {
     pub home: Option<PathBuf>,
     pub log_filter: Option<String>,
     /// The tools the selection flags leave out (`Settings::disabled_tools`).
-    pub disabled_tools: Vec<String>,
+    pub disabled_tools: Vec<Tool>,
     pub deny_commands: Vec<String>,
     pub sandbox: SandboxConfig,
     pub tool_errors: ToolErrors,
@@ -322,7 +325,7 @@ pub struct Config {
 pub struct OneShot {
     pub config: Config,
     pub tool: String,
-    pub args: oneshot::Arguments,
+    pub args: Arguments,
     pub json: bool,
 }
 
@@ -366,21 +369,22 @@ pub enum Invocation {
     },
     /// `--help` or `--version`: print this to stdout and exit 0.
     Help(String),
-    /// Print this to stderr and exit with this status.
-    Exit {
-        message: String,
-        status: i32,
-    },
+    Exit(Exit),
 }
 
-/// Why a configuration could not be built, and the exit status that says so.
-struct Stop {
-    message: String,
-    status: i32,
+/// Print `message` to stderr and exit with `status`.
+#[derive(Debug)]
+pub struct Exit {
+    pub message: String,
+    pub status: i32,
 }
 
 fn usage_error(message: impl Into<String>) -> Invocation {
-    Invocation::Exit { message: message.into(), status: 2 }
+    Invocation::Exit(usage(message))
+}
+
+fn usage(message: impl Into<String>) -> Exit {
+    Exit { message: message.into(), status: 2 }
 }
 
 pub fn parse() -> Invocation {
@@ -392,12 +396,12 @@ fn command() -> clap::Command {
     with_generated_help(Cli::command())
 }
 
-/// `--read-only`'s help names the tools it leaves out, from `selection::WRITERS`.
+/// `--read-only`'s help names the tools it leaves out, from `selection::writers`.
 fn with_generated_help(command: clap::Command) -> clap::Command {
     let help = format!(
         "Every allowed directory read-only (even `:rw` ones, and a client's roots), and the tools \
          that change files or run commands left out: {}",
-        WRITERS.join(", ")
+        selection::writers().join(", ")
     );
     let has_read_only = command.get_arguments().any(|a| a.get_id() == "read_only");
     let command =
@@ -420,7 +424,7 @@ pub fn parse_from(args: Vec<OsString>) -> Invocation {
             if !e.use_stderr() {
                 return Invocation::Help(message);
             }
-            return Invocation::Exit { message, status };
+            return Invocation::Exit(Exit { message, status });
         }
     };
     let mut cli = match Cli::from_arg_matches(&matches) {
@@ -430,10 +434,13 @@ pub fn parse_from(args: Vec<OsString>) -> Invocation {
     let sub_matches = matches.subcommand().map(|(_, m)| m);
     match (cli.command.take(), sub_matches) {
         (Some(Command::Call(call)), Some(m)) => call_invocation(call, m),
-        (Some(Command::Tools(selection)), _) => match selection_of(&selection).check() {
-            Ok(()) => Invocation::Tools(selection_of(&selection).served()),
-            Err(unknown) => usage_error(unknown.to_string()),
-        },
+        (Some(Command::Tools(args)), _) => {
+            let selection = selection_of(&args);
+            match selection.check() {
+                Ok(()) => Invocation::Tools(selection.served()),
+                Err(unknown) => usage_error(unknown.to_string()),
+            }
+        }
         (Some(Command::Schema { tool }), _) if selection::is_tool(&tool) => {
             Invocation::Schema(tool)
         }
@@ -441,11 +448,12 @@ pub fn parse_from(args: Vec<OsString>) -> Invocation {
             usage_error(UnknownTool { flag: "schema", name: tool }.to_string())
         }
         (Some(Command::PrintConfig(print)), Some(m)) => print_config_invocation(print, m),
-        (Some(Command::Sandbox(args)), Some(m)) => match config(&args.policy, "rpc", &args.dirs, m)
-        {
-            Ok(config) => Invocation::Sandbox(config),
-            Err(Stop { message, status }) => Invocation::Exit { message, status },
-        },
+        (Some(Command::Sandbox(args)), Some(m)) => {
+            match config(&args.policy, ToolErrors::Rpc, &args.dirs, m) {
+                Ok(config) => Invocation::Sandbox(config),
+                Err(exit) => Invocation::Exit(exit),
+            }
+        }
         (Some(Command::Install(install)), Some(m)) => install_invocation(install, m),
         (Some(Command::Uninstall(args)), _) => Invocation::Uninstall {
             client: args.client,
@@ -457,8 +465,8 @@ pub fn parse_from(args: Vec<OsString>) -> Invocation {
     }
 }
 
-/// `replay tools --mcp-server`: once, that served a directory named `tools`; now `tools` is a
-/// subcommand there, and the message says how to serve the directory.
+/// `replay tools --mcp-server`: `tools` first is the subcommand, not a directory to serve; a
+/// user who meant the directory is told how to serve it.
 fn misplaced_mcp_server(args: &[OsString]) -> Option<Invocation> {
     let first = args.get(1)?.to_str()?;
     if !NOT_SERVING.contains(&first) || !args.iter().any(|a| a == "--mcp-server") {
@@ -479,9 +487,9 @@ fn serve_invocation(cli: &Cli, matches: &ArgMatches) -> Invocation {
         );
         return usage_error(message);
     }
-    match config(&cli.policy, &cli.replies.tool_errors, &cli.dirs, matches) {
+    match config(&cli.policy, cli.replies.tool_errors, &cli.dirs, matches) {
         Ok(config) => Invocation::Serve(config),
-        Err(Stop { message, status }) => Invocation::Exit { message, status },
+        Err(exit) => Invocation::Exit(exit),
     }
 }
 
@@ -489,13 +497,13 @@ fn call_invocation(call: CallArgs, matches: &ArgMatches) -> Invocation {
     if !selection::is_tool(&call.tool) {
         return usage_error(UnknownTool { flag: "call", name: call.tool }.to_string());
     }
-    let args = match oneshot::arguments(call.args.as_deref()) {
+    let args = match arguments(call.args.as_deref()) {
         Ok(args) => args,
         Err(message) => return usage_error(message),
     };
-    match config(&call.policy, "rpc", &call.dirs, matches) {
+    match config(&call.policy, ToolErrors::Rpc, &call.dirs, matches) {
         Ok(config) => Invocation::Call(OneShot { config, tool: call.tool, args, json: call.json }),
-        Err(Stop { message, status }) => Invocation::Exit { message, status },
+        Err(exit) => Invocation::Exit(exit),
     }
 }
 
@@ -506,7 +514,7 @@ fn print_config_invocation(print: PrintConfigArgs, matches: &ArgMatches) -> Invo
             json: print.json,
             server_args,
         }),
-        Err(Stop { message, status }) => Invocation::Exit { message, status },
+        Err(exit) => Invocation::Exit(exit),
     }
 }
 
@@ -520,7 +528,7 @@ fn install_invocation(install: InstallArgs, matches: &ArgMatches) -> Invocation 
             force: install.force,
             server_args,
         }),
-        Err(Stop { message, status }) => Invocation::Exit { message, status },
+        Err(exit) => Invocation::Exit(exit),
     }
 }
 
@@ -539,22 +547,20 @@ fn client_server_args(
     replies: &ReplyArgs,
     dirs: &[String],
     matches: &ArgMatches,
-) -> Result<Vec<String>, Stop> {
-    selection_of(&policy.selection)
-        .check()
-        .map_err(|unknown| Stop { message: unknown.to_string(), status: 2 })?;
+) -> Result<Vec<String>, Exit> {
+    selection_of(&policy.selection).check().map_err(|unknown| usage(unknown.to_string()))?;
     let home = std::env::var_os("HOME").map(PathBuf::from);
     let requested = requested_roots(policy, dirs, matches);
     let roots = canonical_roots(requested, home.as_deref())
-        .map_err(|message| Stop { message, status: 1 })?;
-    server_args(policy, &roots, &replies.tool_errors, home.as_deref())
-        .map_err(|message| Stop { message, status: 1 })
+        .map_err(|message| Exit { message, status: 1 })?;
+    server_args(policy, &roots, replies.tool_errors, home.as_deref())
+        .map_err(|message| Exit { message, status: 1 })
 }
 
 fn selection_of(args: &SelectionArgs) -> Selection {
     let mut disabled = args.disable_tool.clone();
     if args.no_exec {
-        disabled.push("execute_command".to_string());
+        disabled.push(Tool::ExecuteCommand.name().to_string());
     }
     Selection { read_only: args.read_only, only: args.tools.clone(), disabled }
 }
@@ -563,16 +569,16 @@ fn selection_of(args: &SelectionArgs) -> Selection {
 /// 1 for a directory that cannot be used.
 fn config(
     policy: &PolicyArgs,
-    tool_errors: &str,
+    tool_errors: ToolErrors,
     dirs: &[String],
     matches: &ArgMatches,
-) -> Result<Config, Stop> {
+) -> Result<Config, Exit> {
     let selection = selection_of(&policy.selection);
-    selection.check().map_err(|unknown| Stop { message: unknown.to_string(), status: 2 })?;
+    selection.check().map_err(|unknown| usage(unknown.to_string()))?;
     let home = std::env::var_os("HOME").map(PathBuf::from);
     let requested = requested_roots(policy, dirs, matches);
     let mut roots = canonical_roots(requested, home.as_deref())
-        .map_err(|message| Stop { message, status: 1 })?;
+        .map_err(|message| Exit { message, status: 1 })?;
     if selection.read_only {
         for root in &mut roots {
             root.access = Access::Read;
@@ -596,7 +602,7 @@ fn config(
         disabled_tools: selection.left_out(),
         deny_commands: policy.deny_command.clone(),
         sandbox,
-        tool_errors: if tool_errors == "result" { ToolErrors::Result } else { ToolErrors::Rpc },
+        tool_errors,
     })
 }
 
@@ -630,7 +636,7 @@ fn requested_roots(
 fn server_args(
     policy: &PolicyArgs,
     roots: &[AllowedRoot],
-    tool_errors: &str,
+    tool_errors: ToolErrors,
     home: Option<&Path>,
 ) -> Result<Vec<String>, String> {
     let mut args = vec!["--mcp-server".to_string()];
@@ -677,8 +683,8 @@ fn server_args(
     if policy.sandbox_strict {
         push("--sandbox-strict", None);
     }
-    if tool_errors != "rpc" {
-        push("--tool-errors", Some(tool_errors.to_string()));
+    if tool_errors == ToolErrors::Result {
+        push("--tool-errors", Some("result".to_string()));
     }
     if let Some(level) = &policy.log_level {
         push("--log-level", Some(level.clone()));
@@ -722,17 +728,48 @@ fn canonical_roots(
     Ok(roots)
 }
 
+/// `replay call`'s JSON-ARGS as the command line gives them: parsed, or still on stdin, which is
+/// read when the command runs (`Arguments::read`), never while the arguments are parsed.
+#[derive(Debug, PartialEq)]
+pub enum Arguments {
+    Given(Value),
+    Stdin,
+}
+
+impl Arguments {
+    /// The arguments, read from stdin if they are there. `Err` is a usage error.
+    pub fn read(self) -> Result<Value, String> {
+        match self {
+            Arguments::Given(args) => Ok(args),
+            Arguments::Stdin => {
+                let mut text = String::new();
+                std::io::stdin()
+                    .read_to_string(&mut text)
+                    .map_err(|e| format!("replay call: cannot read JSON-ARGS from stdin: {e}"))?;
+                parse_arguments(&text)
+            }
+        }
+    }
+}
+
+/// `replay call`'s JSON-ARGS: absent means `{}`, `-` means stdin. `Err` is a usage error.
+pub fn arguments(raw: Option<&str>) -> Result<Arguments, String> {
+    match raw {
+        None => Ok(Arguments::Given(json!({}))),
+        Some("-") => Ok(Arguments::Stdin),
+        Some(text) => parse_arguments(text).map(Arguments::Given),
+    }
+}
+
+fn parse_arguments(text: &str) -> Result<Value, String> {
+    serde_json::from_str(text).map_err(|e| {
+        let shown: String = text.chars().take(60).collect();
+        format!(
+            "replay call: JSON-ARGS is not JSON ({e}): {shown:?}\nGive the tool's arguments as \
+             one JSON object, e.g. '{{\"path\":\"a.txt\"}}'; directories go after it."
+        )
+    })
+}
+
 #[cfg(test)]
 mod tests;
-
-/// How a failing tool call is answered (`--tool-errors`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum ToolErrors {
-    /// A JSON-RPC error with the contract's code (the default).
-    #[default]
-    Rpc,
-    /// A result with `isError: true` whose text carries the code and the message (and, with
-    /// structured output, `structuredContent: {error: {code, message}}`), so that a host that
-    /// hides JSON-RPC errors still shows the model what went wrong.
-    Result,
-}

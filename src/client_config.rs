@@ -42,6 +42,17 @@ use std::path::Path;
 
 pub use install::{install, uninstall, Request, Target};
 
+/// What an editor makes of a file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Edit {
+    /// The file already holds this very entry.
+    Same,
+    /// The new text, adding the entry.
+    Write(String),
+    /// The new text, replacing a different `replay` entry (written only with `--force`).
+    Replace(String),
+}
+
 /// The clients `print-config`, `install` and `uninstall` know.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Client {

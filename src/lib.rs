@@ -29,6 +29,7 @@ mod start;
 mod tidy;
 mod tools;
 mod walk;
+mod write_order;
 
 pub use start::main;
 
@@ -43,7 +44,10 @@ pub mod fuzz {
         pub use crate::policy::{Access, AllowedRoot, Denied, DenyReason, Policy, ResolvedPath};
     }
     pub mod progress {
-        pub use crate::progress::{Cancel, Progress, WriteTurn};
+        pub use crate::progress::{Cancel, Progress};
+    }
+    pub mod write_order {
+        pub use crate::write_order::WriteTurn;
     }
     pub mod protocol {
         pub mod dispatch {
@@ -55,17 +59,20 @@ pub mod fuzz {
             };
         }
         pub mod reply {
-            pub use crate::protocol::reply::{batch_pieces, tool_line, Budget};
+            pub use crate::protocol::reply::{batch_pieces, tool_line, LineAllowance};
         }
         pub mod revision {
             pub use crate::protocol::revision::{envelope, LATEST_LEGACY};
         }
     }
     pub mod schema {
-        pub use crate::schema::{definitions, find, ToolDef};
+        pub use crate::schema::{definitions, find, of, ToolDef};
     }
     pub mod tools {
-        pub use crate::tools::{map_aliases, Settings};
+        pub use crate::tools::Settings;
+        pub mod table {
+            pub use crate::tools::table::{Spec, Tool};
+        }
         pub mod edit {
             pub mod matching {
                 pub use crate::tools::edit::matching::{

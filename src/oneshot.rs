@@ -5,19 +5,18 @@
 //! Each function returns what to print; `main` writes it (stdout through
 //! `protocol::transport`, the only stdout writer) and exits with the status.
 
-use std::io::Read;
-
 use serde_json::{json, Value};
 
 use crate::error;
 use crate::policy::Policy;
-use crate::progress::{Cancel, Progress, WriteTurn};
+use crate::progress::{Cancel, Progress};
 use crate::protocol::dispatch::{self, ToolReply};
-use crate::protocol::jsonrpc::{self, RpcError};
+use crate::protocol::jsonrpc::RpcError;
 use crate::protocol::revision::LATEST_LEGACY;
 use crate::reply_size::MAX_REPLY_BYTES;
 use crate::schema;
 use crate::tools::Settings;
+use crate::write_order::WriteTurn;
 
 /// What a one-shot command prints, and its exit status.
 #[derive(Debug, PartialEq, Eq)]
@@ -25,49 +24,6 @@ pub struct Answer {
     pub stdout: String,
     pub stderr: String,
     pub status: u8,
-}
-
-/// `replay call`'s JSON-ARGS as the command line gives them: parsed, or still on stdin, which is
-/// read when the command runs (`Arguments::read`), never while the arguments are parsed.
-#[derive(Debug, PartialEq)]
-pub enum Arguments {
-    Given(Value),
-    Stdin,
-}
-
-impl Arguments {
-    /// The arguments, read from stdin if they are there. `Err` is a usage error.
-    pub fn read(self) -> Result<Value, String> {
-        match self {
-            Arguments::Given(args) => Ok(args),
-            Arguments::Stdin => {
-                let mut text = String::new();
-                std::io::stdin()
-                    .read_to_string(&mut text)
-                    .map_err(|e| format!("replay call: cannot read JSON-ARGS from stdin: {e}"))?;
-                parse_arguments(&text)
-            }
-        }
-    }
-}
-
-/// `replay call`'s JSON-ARGS: absent means `{}`, `-` means stdin. `Err` is a usage error.
-pub fn arguments(raw: Option<&str>) -> Result<Arguments, String> {
-    match raw {
-        None => Ok(Arguments::Given(json!({}))),
-        Some("-") => Ok(Arguments::Stdin),
-        Some(text) => parse_arguments(text).map(Arguments::Given),
-    }
-}
-
-fn parse_arguments(text: &str) -> Result<Value, String> {
-    serde_json::from_str(text).map_err(|e| {
-        let shown: String = text.chars().take(60).collect();
-        format!(
-            "replay call: JSON-ARGS is not JSON ({e}): {shown:?}\nGive the tool's arguments as \
-             one JSON object, e.g. '{{\"path\":\"a.txt\"}}'; directories go after it."
-        )
-    })
 }
 
 /// The tool, its arguments and how to print the result.
@@ -119,7 +75,7 @@ fn json_line(reply: ToolReply) -> String {
         }
         Err(len) => {
             let error = RpcError::new(
-                jsonrpc::INTERNAL_ERROR,
+                error::INTERNAL,
                 format!("the result would be {len} bytes of JSON, over the limit of {MAX_REPLY_BYTES}; ask for less"),
             );
             json_line(dispatch::error_result(&error))

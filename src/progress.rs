@@ -1,7 +1,7 @@
 //! A running call's link to its client and its server: the client's cancellation (`Cancel`),
-//! the progress reports sent back (`Progress`, and `Tally` for work counted on several threads),
-//! and its write turn's gate (`WriteTurn`). A leaf module, so that the walk and the
-//! tools below the protocol can take them without importing from the tools or the protocol.
+//! and the progress reports sent back (`Progress`, and `Tally` for work counted on several
+//! threads). A leaf module, so that the walk and the tools below the protocol can take them
+//! without importing from the tools or the protocol.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
@@ -102,63 +102,5 @@ impl<'a> Tally<'a> {
         if done % Self::STRIDE == 0 {
             self.progress.report(done, None, || (self.message)(done));
         }
-    }
-}
-
-/// A file-changing call's link to its write turn (`protocol::turns`), for the moment its
-/// change becomes visible: a rename over the target.
-///
-/// `begin` comes just before it: false when a cancel already gave the turn up, and the writer
-/// behind may have gone, so the change must not be made (a cancelled write_file renamed after
-/// the write behind it, whose reply had said it was done, and undid it). Once it said true, a
-/// cancel no longer gives the turn up until `made`: the rename follows at once.
-///
-/// `made(true)` comes after a one-file writer's rename, before the directory's fsync, and ends
-/// its turn: the calls behind it may go, and their fsyncs run beside its own, which the disk's
-/// journal commits together; its reply still waits for its own. (Pipelined writes of one file
-/// went one fsync pair at a time.) `made(false)` keeps the turn (edit_files, with files to go,
-/// or a rename that failed), and a cancel may give it up again (one that came meanwhile, at
-/// once).
-///
-/// A writer whose change is made step by step (move_file, delete_file, an append) says
-/// `begin` before its first step and `made(false)` after its last: a cancel then stops it at
-/// its next step, and its turn ends when it has, not while it still changes files. (A
-/// cancelled move across file systems went on copying, then removed its source, by then the
-/// file a later write_file had said it wrote.)
-///
-/// For a call that takes no turn, `begin` is true and `made` does nothing.
-#[derive(Default)]
-pub struct WriteTurn(Option<Box<dyn TurnLink>>);
-
-/// What a turn does for `WriteTurn`.
-pub trait TurnLink: Send + Sync {
-    fn begin(&self) -> bool;
-    fn made(&self, end: bool);
-}
-
-impl WriteTurn {
-    pub fn new(link: impl TurnLink + 'static) -> WriteTurn {
-        WriteTurn(Some(Box::new(link)))
-    }
-
-    pub fn begin(&self) -> bool {
-        self.0.as_ref().is_none_or(|link| link.begin())
-    }
-
-    pub fn made(&self, end: bool) {
-        if let Some(link) = &self.0 {
-            link.made(end);
-        }
-    }
-
-    /// `change` between `begin` and `made(false)`: `None`, and `change` not run, when a cancel
-    /// already gave the turn up.
-    pub fn keep_while<T>(&self, change: impl FnOnce() -> T) -> Option<T> {
-        if !self.begin() {
-            return None;
-        }
-        let made = change();
-        self.made(false);
-        Some(made)
     }
 }

@@ -9,37 +9,11 @@ use jsonschema::ValidationError;
 use serde_json::Value;
 
 use crate::error::ToolError;
-
-/// Embeds `schemas/<name>.json` for each tool, in the order `tools/list` serves them.
-macro_rules! embed {
-    ($($name:literal),* $(,)?) => {
-        &[$(($name, include_str!(concat!("../schemas/", $name, ".json")))),*]
-    };
-}
-
-/// `(tool name, schema file text)`.
-pub static FILES: &[(&str, &str)] = embed!(
-    "read_file",
-    "read_multiple_files",
-    "write_file",
-    "create_directory",
-    "list_directory",
-    "directory_tree",
-    "move_file",
-    "copy_file",
-    "delete_file",
-    "get_file_info",
-    "list_allowed_directories",
-    "edit_file",
-    "edit_files",
-    "search_files",
-    "glob_search",
-    "grep_files",
-    "execute_command",
-);
+use crate::tools::table::Tool;
 
 /// One tool's definition as served by `tools/list`, and its compiled validator.
 pub struct ToolDef {
+    pub tool: Tool,
     pub name: &'static str,
     pub definition: Value,
     validator: OnceLock<Result<jsonschema::Validator, String>>,
@@ -50,13 +24,14 @@ pub struct ToolDef {
 pub fn definitions() -> &'static [ToolDef] {
     static DEFS: OnceLock<Vec<ToolDef>> = OnceLock::new();
     DEFS.get_or_init(|| {
-        FILES
+        Tool::ALL
             .iter()
-            .map(|(name, text)| ToolDef {
-                name,
+            .map(|&tool| ToolDef {
+                tool,
+                name: tool.name(),
                 // The files are checked by `tests::every_schema_compiles`; a broken one is a
                 // build defect, not a runtime condition.
-                definition: serde_json::from_str(text).unwrap_or(Value::Null),
+                definition: serde_json::from_str(tool.spec().schema).unwrap_or(Value::Null),
                 validator: OnceLock::new(),
             })
             .collect()
@@ -64,19 +39,18 @@ pub fn definitions() -> &'static [ToolDef] {
 }
 
 pub fn find(name: &str) -> Option<&'static ToolDef> {
-    definitions().iter().find(|d| d.name == name)
+    Tool::from_name(name).map(of)
+}
+
+/// `tool`'s definition.
+pub fn of(tool: Tool) -> &'static ToolDef {
+    // `definitions` is `Tool::ALL` in order.
+    &definitions()[tool as usize]
 }
 
 impl ToolDef {
     pub fn input_schema(&self) -> &Value {
         &self.definition["inputSchema"]
-    }
-
-    /// Whether the tool writes files (its annotations say it is not read-only, and it is not
-    /// execute_command, whose effects are open-ended and which may run for a minute).
-    pub fn changes_files(&self) -> bool {
-        let hints = &self.definition["annotations"];
-        hints["readOnlyHint"] == false && hints["openWorldHint"] != true
     }
 
     fn validator(&self) -> &Result<jsonschema::Validator, String> {

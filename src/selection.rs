@@ -1,26 +1,18 @@
 //! Which tools a server offers: `--read-only`, `--tools`, `--disable-tool` and `--no-exec`,
-//! checked against the names in `schemas/`.
+//! checked against the table of tools.
 //!
 //! A tool is served when every flag allows it. A tool left out is missing from `tools/list` and
 //! refused by `tools/call` exactly as a name no tool has (`Settings::serves`).
 
 use std::fmt;
 
-use crate::schema;
+use crate::tools::table::Tool;
 
 /// The tools that change anything: files, or (execute_command) whatever a shell can reach.
-/// `--read-only` leaves them out. Adding a writing tool is one line here; a test holds this list
-/// equal to the schemas whose `readOnlyHint` is false.
-pub const WRITERS: &[&str] = &[
-    "write_file",
-    "edit_file",
-    "edit_files",
-    "create_directory",
-    "delete_file",
-    "move_file",
-    "copy_file",
-    "execute_command",
-];
+/// `--read-only` leaves them out. The table says which (`Spec::effect`).
+pub fn writers() -> Vec<&'static str> {
+    Tool::ALL.into_iter().filter(|tool| tool.writes()).map(Tool::name).collect()
+}
 
 /// The tool flags as given on the command line.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -54,12 +46,12 @@ impl fmt::Display for UnknownTool {
 
 /// Every tool replay has, in `tools/list` order.
 pub fn tool_names() -> Vec<&'static str> {
-    schema::FILES.iter().map(|(name, _)| *name).collect()
+    Tool::ALL.into_iter().map(Tool::name).collect()
 }
 
-/// Whether some schema defines `name`.
+/// Whether replay has a tool named `name`.
 pub fn is_tool(name: &str) -> bool {
-    schema::FILES.iter().any(|(n, _)| *n == name)
+    Tool::from_name(name).is_some()
 }
 
 impl Selection {
@@ -73,21 +65,22 @@ impl Selection {
         }
     }
 
-    /// Whether the flags let `name` be served.
-    pub fn serves(&self, name: &str) -> bool {
+    /// Whether the flags let `tool` be served.
+    pub fn serves(&self, tool: Tool) -> bool {
+        let name = tool.name();
         let named = self.only.as_ref().is_none_or(|only| only.iter().any(|n| n == name));
-        let writer = self.read_only && WRITERS.contains(&name);
+        let writer = self.read_only && tool.writes();
         named && !writer && !self.disabled.iter().any(|n| n == name)
     }
 
     /// The tools served, in `tools/list` order.
     pub fn served(&self) -> Vec<&'static str> {
-        tool_names().into_iter().filter(|name| self.serves(name)).collect()
+        Tool::ALL.into_iter().filter(|&tool| self.serves(tool)).map(Tool::name).collect()
     }
 
     /// The tools left out, for `Settings::disabled_tools`.
-    pub fn left_out(&self) -> Vec<String> {
-        tool_names().into_iter().filter(|name| !self.serves(name)).map(String::from).collect()
+    pub fn left_out(&self) -> Vec<Tool> {
+        Tool::ALL.into_iter().filter(|&tool| !self.serves(tool)).collect()
     }
 }
 

@@ -12,6 +12,7 @@ use crate::cli::{self, Config, Invocation, OneShot};
 use crate::policy::Policy;
 use crate::progress::Cancel;
 use crate::protocol::transport;
+use crate::tools::table::Tool;
 use crate::tools::Settings;
 use crate::{client_config, interrupt, oneshot, protocol, sandbox};
 
@@ -46,7 +47,7 @@ pub fn main() -> ExitCode {
             answer(&outcome.stdout, &outcome.stderr, outcome.status)
         }
         Invocation::Help(text) => answer(&text, "", 0),
-        Invocation::Exit { message, status } => answer("", &message, status as u8),
+        Invocation::Exit(cli::Exit { message, status }) => answer("", &message, status as u8),
     }
 }
 
@@ -94,14 +95,17 @@ fn serve(config: Config) -> ExitCode {
     if config.roots.is_empty() {
         tracing::warn!("no allowed directories: every path will be refused");
     }
-    if config.disabled_tools.len() == crate::schema::FILES.len() {
+    if config.disabled_tools.len() == Tool::ALL.len() {
         tracing::warn!("no tools are served: --tools, --disable-tool and --read-only left none");
     }
     // Without directories the sandbox waits for the client's roots: applied now, it would
     // confine the server to nothing for good.
-    let defer = config.roots.is_empty() && config.sandbox.enabled;
-    let commands = !config.disabled_tools.iter().any(|tool| tool == "execute_command");
-    let mut confined = confine(&config, commands, defer);
+    let commands = !config.disabled_tools.contains(&Tool::ExecuteCommand);
+    let mut confined = if config.roots.is_empty() && config.sandbox.enabled {
+        confine_later(&config, commands)
+    } else {
+        confine(&config, commands)
+    };
     let options = protocol::session::Options {
         tool_errors: config.tool_errors,
         deferred_sandbox: confined.deferred.take(),
@@ -124,7 +128,7 @@ fn call_once(call: OneShot) -> ExitCode {
         Err(message) => return answer("", &message, 2),
     };
     init_logging(config.log_filter.as_deref());
-    let confined = confine(&config, tool == "execute_command", false);
+    let confined = confine(&config, Tool::from_name(&tool) == Some(Tool::ExecuteCommand));
     let (policy, settings) = scope(config, &confined);
     // After `confine`: the sandbox binds the threads started later, this one included.
     let cancel = Arc::new(Cancel::default());
@@ -150,18 +154,24 @@ struct Confined {
     deferred: Option<sandbox::Sandbox>,
 }
 
-/// Makes the commands' TMPDIR (when `commands` are served) and applies the sandbox, the
-/// commands' namespace and Landlock (unless it waits for the client's roots). Called before
-/// any thread exists: Landlock binds the calling thread and those it starts afterwards.
-fn confine(config: &Config, commands: bool, defer: bool) -> Confined {
+/// Makes the commands' TMPDIR (when `commands` are served) and prepares the sandbox, to apply
+/// when the client's roots arrive: applied without directories, it would confine the server to
+/// nothing for good.
+fn confine_later(config: &Config, commands: bool) -> Confined {
     let sandbox = sandbox::prepare(&config.sandbox, config.home.clone(), commands);
     let command_tmp = sandbox.command_tmp();
-    if defer {
-        let status = sandbox::Status::deferred();
-        tracing::warn!("{}", status.note().unwrap_or_default());
-        let confinement = sandbox::CommandConfinement::default();
-        return Confined { command_tmp, status, confinement, deferred: Some(sandbox) };
-    }
+    let status = sandbox::Status::deferred();
+    tracing::warn!("{}", status.note().unwrap_or_default());
+    let confinement = sandbox::CommandConfinement::default();
+    Confined { command_tmp, status, confinement, deferred: Some(sandbox) }
+}
+
+/// Makes the commands' TMPDIR (when `commands` are served) and applies the sandbox, the
+/// commands' namespace and Landlock. Called before any thread exists: Landlock binds the
+/// calling thread and those it starts afterwards.
+fn confine(config: &Config, commands: bool) -> Confined {
+    let sandbox = sandbox::prepare(&config.sandbox, config.home.clone(), commands);
+    let command_tmp = sandbox.command_tmp();
     let applied = sandbox.apply(&config.roots);
     match applied.status.note() {
         None => tracing::info!(isolation = ?applied.status.isolation, "sandbox enforced"),

@@ -15,13 +15,15 @@ use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
 use replay::fuzz::policy::Policy;
-use replay::fuzz::progress::{Cancel, Progress, WriteTurn};
+use replay::fuzz::progress::{Cancel, Progress};
 use replay::fuzz::protocol::dispatch::call_tool;
 use replay::fuzz::protocol::jsonrpc::{self, Element, Id, Incoming, Message};
-use replay::fuzz::protocol::reply::{self, Budget};
+use replay::fuzz::protocol::reply::{self, LineAllowance};
 use replay::fuzz::protocol::revision::{self, LATEST_LEGACY};
 use replay::fuzz::schema;
-use replay::fuzz::tools::{self, Settings};
+use replay::fuzz::tools::table::Tool;
+use replay::fuzz::tools::Settings;
+use replay::fuzz::write_order::WriteTurn;
 use serde_json::value::RawValue;
 use serde_json::{Map, Value};
 
@@ -102,8 +104,15 @@ fn tools_call(id: &Id, params: Value) -> String {
                     None | Some(Value::Null) => Value::Object(Map::new()),
                     Some(args) => args.clone(),
                 };
-                tools::map_aliases(name, &mut args);
-                schema::find(name).is_some_and(|def| def.validate(&args).is_ok())
+                match Tool::from_name(name) {
+                    Some(tool) => {
+                        if let Some(aliases) = tool.spec().aliases {
+                            aliases(&mut args);
+                        }
+                        schema::of(tool).validate(&args).is_ok()
+                    }
+                    None => false,
+                }
             }
             _ => false,
         },
@@ -119,7 +128,7 @@ fn tools_call(id: &Id, params: Value) -> String {
         params,
     );
     match reply {
-        Ok(reply) => reply::tool_line(id, reply, LATEST_LEGACY, &Budget::default()),
+        Ok(reply) => reply::tool_line(id, reply, LATEST_LEGACY, &LineAllowance::default()),
         Err(error) => {
             if accepted {
                 assert!(

@@ -2,6 +2,7 @@
 //! print-config's server arguments parsing back to the same configuration.
 
 use super::*;
+use crate::selection::writers;
 
 #[track_caller]
 fn check(input: &str, expect: (&str, Access)) {
@@ -37,7 +38,7 @@ fn kind(line: &[&str]) -> String {
         Invocation::Install(_) => "install".into(),
         Invocation::Uninstall { .. } => "uninstall".into(),
         Invocation::Help(_) => "help".into(),
-        Invocation::Exit { status, .. } => format!("exit {status}"),
+        Invocation::Exit(Exit { status, .. }) => format!("exit {status}"),
     }
 }
 
@@ -98,9 +99,9 @@ fn read_only_makes_every_root_read_only_and_leaves_the_writers_out() {
     };
     assert!(config.read_only);
     assert!(config.roots.iter().all(|r| r.access == Access::Read), "{config:?}");
-    let mut left_out = config.disabled_tools.clone();
+    let mut left_out: Vec<&str> = config.disabled_tools.iter().map(|t| t.name()).collect();
     left_out.sort();
-    let mut writers: Vec<String> = WRITERS.iter().map(|w| w.to_string()).collect();
+    let mut writers = writers();
     writers.sort();
     assert_eq!(left_out, writers);
 }
@@ -109,7 +110,9 @@ fn read_only_makes_every_root_read_only_and_leaves_the_writers_out() {
 fn no_exec_is_disable_tool_execute_command() {
     let dir = env!("CARGO_MANIFEST_DIR");
     let disabled = |flags: &[&str]| match parse_line(&[&["--mcp-server", dir], flags].concat()) {
-        Invocation::Serve(config) => config.disabled_tools,
+        Invocation::Serve(config) => {
+            config.disabled_tools.iter().map(|t| t.name().to_string()).collect::<Vec<_>>()
+        }
         other => panic!("{other:?}"),
     };
     assert_eq!(disabled(&["--no-exec"]), ["execute_command"]);
@@ -183,9 +186,22 @@ fn print_config_makes_paths_absolute() {
 fn read_only_help_names_the_writers() {
     let mut command = command();
     let help = command.render_help().to_string();
-    for writer in WRITERS {
+    for writer in writers() {
         assert!(help.contains(writer), "--help lacks {writer}: {help}");
     }
     let call = command.find_subcommand_mut("call").unwrap().render_help().to_string();
     assert!(call.contains("execute_command"), "{call}");
+}
+
+#[test]
+fn arguments_default_to_an_empty_object_and_must_be_json() {
+    assert_eq!(arguments(None), Ok(Arguments::Given(serde_json::json!({}))));
+    assert_eq!(
+        arguments(Some(r#"{"path": "a"}"#)),
+        Ok(Arguments::Given(serde_json::json!({"path": "a"})))
+    );
+    assert_eq!(arguments(Some("-")), Ok(Arguments::Stdin));
+    let err = arguments(Some("/tmp/dir")).unwrap_err();
+    assert!(err.starts_with("replay call: JSON-ARGS is not JSON"), "{err}");
+    assert!(err.contains("\"/tmp/dir\""), "{err}");
 }

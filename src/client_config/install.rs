@@ -10,18 +10,7 @@ use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use super::paths::{self, Dirs};
-use super::{entry, format, json, toml, yaml_block, Client, Format, Launch};
-
-/// What an editor makes of a file.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Edit {
-    /// The file already holds this very entry.
-    Same,
-    /// The new text, adding the entry.
-    Write(String),
-    /// The new text, replacing a different `replay` entry (written only with `--force`).
-    Replace(String),
-}
+use super::{entry, format, json, toml, yaml_block, Client, Edit, Format, Launch};
 
 /// Which config file: `--config PATH`, a project's (`--project DIR`), or the user-wide one.
 #[derive(Debug, Clone, PartialEq, Eq)]

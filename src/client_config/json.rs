@@ -5,8 +5,7 @@
 use jsonc_parser::cst::{CstInputValue, CstObject, CstRootNode};
 use jsonc_parser::ParseOptions;
 
-use super::install::Edit;
-use super::{json_file, json_value, Entry, Field, NAME};
+use super::{json_file, json_value, Edit, Entry, Field, NAME};
 
 /// `text` with `entry` as `KEY.replay`. A file of whitespace only becomes the entry's own file.
 pub fn put(text: &str, key: &str, entry: &Entry) -> Result<Edit, String> {

@@ -4,7 +4,6 @@
 
 use std::path::{Path, PathBuf};
 
-use super::install::Edit;
 use super::paths::{project_file, user_file, Dirs};
 use super::*;
 

@@ -3,8 +3,7 @@
 
 use toml_edit::{Array, DocumentMut, Item, Table, Value};
 
-use super::install::Edit;
-use super::{json_value, Entry, Field, NAME};
+use super::{json_value, Edit, Entry, Field, NAME};
 
 const KEY: &str = "mcp_servers";
 

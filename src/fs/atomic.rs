@@ -18,7 +18,6 @@ use nix::unistd::{unlinkat, UnlinkatFlags};
 
 use crate::platform;
 use crate::policy::confined::{self, Kind, Slot};
-use crate::progress::WriteTurn;
 
 /// The prefix of every temp file replay creates, so that a leftover one (the server killed
 /// between create and rename) is recognizably replay's. The full name is
@@ -31,13 +30,18 @@ pub const TEMP_PREFIX: &str = ".replay-tmp.";
 /// allowed, its owner. The temp file is created, and renamed over the entry, in the slot's
 /// directory handle: no path is looked up again.
 ///
-/// The rename waits on the call's write turn (`progress::WriteTurn`): not made when a cancel
-/// gave the turn up (`ErrorKind::Interrupted`, the temp file removed), and, once made, it ends
-/// the turn when `one_file`, before the directory's fsync makes it durable.
+/// The rename runs inside `gate`, which the caller's write turn holds
+/// (`write_order::WriteTurn::rename_last`): the gate may refuse it (any error, e.g.
+/// `ErrorKind::Interrupted` for a cancel, removes the temp file), and what it does after the
+/// rename runs before the directory's fsync makes the rename durable.
 ///
 /// The first time this process writes into a directory, it first removes the temp files that
 /// killed servers left there (see `sweep_stale_temps`).
-pub fn atomic_write(slot: &Slot, bytes: &[u8], turn: &WriteTurn, one_file: bool) -> io::Result<()> {
+pub fn atomic_write(
+    slot: &Slot,
+    bytes: &[u8],
+    gate: impl FnOnce(&mut dyn FnMut() -> io::Result<()>) -> io::Result<()>,
+) -> io::Result<()> {
     let existing = match slot.stat()? {
         Some(stat) => match stat.kind() {
             Kind::Dir => return Err(io::Error::from(io::ErrorKind::IsADirectory)),
@@ -66,12 +70,7 @@ pub fn atomic_write(slot: &Slot, bytes: &[u8], turn: &WriteTurn, one_file: bool)
             tmp.set_permissions(fs::Permissions::from_mode(kept_mode(stat.mode)))?;
         }
         tmp.sync_all()?;
-        if !turn.begin() {
-            return Err(io::Error::new(io::ErrorKind::Interrupted, "cancelled"));
-        }
-        let renamed = renameat(dir, tmp_name.as_str(), dir, slot.name.as_os_str());
-        turn.made(one_file && renamed.is_ok());
-        Ok(renamed?)
+        gate(&mut || Ok(renameat(dir, tmp_name.as_str(), dir, slot.name.as_os_str())?))
     })();
     if result.is_err() {
         let _ = unlinkat(dir, tmp_name.as_str(), UnlinkatFlags::NoRemoveDir);

@@ -62,16 +62,6 @@ fn result_texts() {
 }
 
 #[test]
-fn arguments_default_to_an_empty_object_and_must_be_json() {
-    assert_eq!(arguments(None), Ok(Arguments::Given(json!({}))));
-    assert_eq!(arguments(Some(r#"{"path": "a"}"#)), Ok(Arguments::Given(json!({"path": "a"}))));
-    assert_eq!(arguments(Some("-")), Ok(Arguments::Stdin));
-    let err = arguments(Some("/tmp/dir")).unwrap_err();
-    assert!(err.starts_with("replay call: JSON-ARGS is not JSON"), "{err}");
-    assert!(err.contains("\"/tmp/dir\""), "{err}");
-}
-
-#[test]
 fn schema_text_is_the_input_schema() {
     for name in crate::selection::tool_names() {
         let text = schema_text(name).unwrap();

@@ -1,5 +1,6 @@
-//! Tool calls: registered as they are read (cancellation flag, progress sink, write turn), run
-//! inline or on the runtime, batches gathered into one array, and answered unless cancelled.
+//! The call path (`Calls`): tool calls registered as they are read (cancellation flag, progress
+//! sink, write turn), run inline or on the runtime, batches gathered into one array, and
+//! answered unless cancelled.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -7,29 +8,34 @@ use std::sync::{Arc, Mutex};
 use serde_json::{json, Value};
 use tokio::task::JoinSet;
 
-use crate::cli::ToolErrors;
-use crate::progress::{Cancel, Progress, WriteTurn};
-use crate::protocol::dispatch;
-use crate::protocol::jsonrpc::{self, Element, Id, Message, RpcError};
-use crate::protocol::lock;
-use crate::protocol::reply::{self, Budget};
+use crate::progress::{Cancel, Progress};
+use crate::protocol::dispatch::{self, ToolCall};
+use crate::protocol::held::Held;
+use crate::protocol::jsonrpc::{self, Element, Id, RpcError};
+use crate::protocol::reply::{self, LineAllowance};
 use crate::protocol::revision::Revision;
-use crate::protocol::schedule;
-use crate::protocol::scope::Scope;
-use crate::protocol::session::Session;
+use crate::protocol::schedule::Schedule;
+use crate::protocol::scope::{Scope, Scopes};
 use crate::protocol::transport::Outbox;
-use crate::protocol::turns::Turn;
+use crate::protocol::{lock, ToolErrors};
+use crate::tools::table::Runs;
+use crate::write_order::Turn;
+use crate::write_order::WriteTurn;
 
-/// Tools answered on the reading thread itself, without a hand-off: read-only, quick, and
-/// never waiting on anything but the local filesystem. A small read costs less than the two
-/// thread wake-ups a hand-off takes, and pipelined reads are answered in arrival order.
-/// read_file with an `offset` is the exception: it scans the file up to the offset.
-const INLINE_TOOLS: [&str; 3] = ["read_file", "get_file_info", "list_allowed_directories"];
-
-/// The tool calls in flight, by request id (`Id::key`: as sent): each one's cancellation flag
-/// and write turn.
-#[derive(Default)]
-pub struct Calls(Mutex<HashMap<String, Registered>>);
+/// The call path: registers each `tools/call` as it is read (cancellation flag, progress sink,
+/// write turn), runs it where its row says, and writes its reply unless it was cancelled. It
+/// holds the handles it needs and nothing of the session's.
+pub struct Calls {
+    /// The tool calls in flight, by request id (`Id::key`: as sent).
+    in_flight: Mutex<HashMap<String, Registered>>,
+    /// The runtime, the requests in flight and the write turns.
+    schedule: Schedule,
+    /// What each call may reach, snapshotted when it is read.
+    scopes: Arc<Scopes>,
+    held: Arc<Held>,
+    outbox: Outbox,
+    tool_errors: ToolErrors,
+}
 
 struct Registered {
     cancel: Arc<Cancel>,
@@ -37,30 +43,65 @@ struct Registered {
     turn: Option<u64>,
 }
 
+/// One element of a batch, prepared in arrival order: a tool call to run, or an element
+/// already answered (`Err(None)`: a notification, or nothing to say).
+pub type Job = Result<Call, Option<String>>;
+
 impl Calls {
-    /// `notifications/cancelled` for `id`: flags the call and gives its write turn's number,
-    /// which the caller ends; unknown or finished ids are ignored.
-    pub fn cancel(&self, id: &Id) -> Option<u64> {
-        let calls = lock(&self.0);
-        let call = calls.get(&id.key())?;
-        tracing::debug!(%id, "cancelling");
-        call.cancel.cancel();
-        call.turn
+    pub fn new(
+        scopes: Arc<Scopes>,
+        held: Arc<Held>,
+        outbox: Outbox,
+        tool_errors: ToolErrors,
+    ) -> Calls {
+        Calls {
+            in_flight: Mutex::default(),
+            schedule: Schedule::default(),
+            scopes,
+            held,
+            outbox,
+            tool_errors,
+        }
+    }
+
+    pub fn schedule(&self) -> &Schedule {
+        &self.schedule
+    }
+
+    /// `notifications/cancelled` for `id`: flags the call and ends its write turn if it runs;
+    /// unknown or finished ids are ignored.
+    pub fn cancel(&self, id: &Id) {
+        let turn = {
+            let calls = lock(&self.in_flight);
+            let Some(call) = calls.get(&id.key()) else { return };
+            tracing::debug!(%id, "cancelling");
+            call.cancel.cancel();
+            call.turn
+        };
+        if let Some(turn) = turn {
+            self.schedule.cancelled(turn);
+        }
     }
 
     /// Cancels every call in flight: the client is gone.
     pub fn cancel_all(&self) {
-        for call in lock(&self.0).values() {
+        for call in lock(&self.in_flight).values() {
             call.cancel.cancel();
         }
+    }
+
+    /// Stops what still runs past the drain (the process is ending).
+    pub fn shut_down(self) {
+        self.schedule.shut_down();
     }
 }
 
 /// A `tools/call` as read: its scope, registered for cancellation, holding its write turn if it
 /// changes files.
-struct Call {
+pub struct Call {
     id: Id,
-    params: Value,
+    /// The params as read on arrival, or why they name no tool call.
+    request: Result<ToolCall, RpcError>,
     revision: Revision,
     scope: Scope,
     cancel: Arc<Cancel>,
@@ -70,16 +111,25 @@ struct Call {
 
 impl Call {
     /// Whether the call waits for one of the places of calls that hold data
-    /// (`schedule::holds_data`).
+    /// (`Spec::holds_data`).
     fn holds_data(&self) -> bool {
-        let name = self.params.get("name").and_then(Value::as_str).unwrap_or_default();
-        schedule::holds_data(name)
+        self.request.as_ref().is_ok_and(|call| call.tool.spec().holds_data)
+    }
+
+    /// Whether the call is answered on the reading thread (`Spec::runs`).
+    fn runs_inline(&self) -> bool {
+        let Ok(call) = &self.request else { return false };
+        match call.tool.spec().runs {
+            Runs::Inline => true,
+            Runs::InlineWithout(argument) => call.args.get(argument).is_none(),
+            Runs::Pool => false,
+        }
     }
 }
 
-impl Session {
+impl Calls {
     /// A single `tools/call`: inline if it is a quick read, else on the runtime.
-    pub(super) fn accept_call(
+    pub fn accept(
         self: &Arc<Self>,
         element: &Element,
         id: Id,
@@ -87,79 +137,41 @@ impl Session {
         revision: Revision,
         cost: usize,
     ) {
-        let name = params.get("name").and_then(Value::as_str).unwrap_or_default();
-        // A read from an `offset` scans up to it: far into a big file, that is not quick.
-        let scans = name == "read_file" && params.pointer("/arguments/offset").is_some();
-        let inline = (INLINE_TOOLS.contains(&name) && !scans) || self.scopes.sandbox_deferred();
         let call = self.prepare(element, id, params, revision);
-        if inline {
-            if let Some(line) = self.run_tool(call, &Budget::default()) {
+        if call.runs_inline() || self.scopes.sandbox_deferred() {
+            if let Some(line) = self.run_tool(call, &LineAllowance::default()) {
                 self.held.send_line(line);
             }
             return;
         }
         let running = self.schedule.running(cost);
-        let session = Arc::clone(self);
+        let calls = Arc::clone(self);
         if call.turn.as_ref().is_none_or(Turn::is_free) && !call.holds_data() {
             // Nothing to wait for: straight onto the blocking pool, one hop instead of an
             // async task that hops there.
             self.schedule.runtime().spawn_blocking(move || {
-                session.outbox.wait_for_room();
-                if let Some(line) = session.run_tool(call, &Budget::default()) {
-                    session.held.send_line(line);
+                calls.outbox.wait_for_room();
+                if let Some(line) = calls.run_tool(call, &LineAllowance::default()) {
+                    calls.held.send_line(line);
                 }
                 drop(running);
             });
         } else {
             self.schedule.runtime().spawn(async move {
-                let budget = Arc::new(Budget::default());
-                if let Some(line) = session.clone().call_tool(call, budget).await {
-                    session.held.send_line(line);
+                let budget = Arc::new(LineAllowance::default());
+                if let Some(line) = calls.clone().call_tool(call, budget).await {
+                    calls.held.send_line(line);
                 }
                 drop(running);
             });
         }
     }
 
-    /// A JSON-RPC batch: every element runs concurrently (writers still take their turns in
-    /// order); one array of replies, none if every element was a notification. The array is
-    /// the elements' reply lines joined, under the cap on one reply as a whole.
-    pub(super) fn accept_batch(self: &Arc<Self>, batch: Vec<Element>, cost: usize) {
-        if batch.is_empty() {
-            let error = RpcError::new(jsonrpc::INVALID_REQUEST, "invalid request: empty batch");
-            self.held.send_line(jsonrpc::failure_line(&Id::null(), &error));
-            return;
-        }
-        // One budget for the whole array: every reply in it is charged, tool results and the
-        // others alike (20,000 `tools/list` in one batch asked for 298 MiB).
-        let budget = Arc::new(Budget::default());
-        // Prepared here, in order: write turns and cancellation must follow arrival.
-        let jobs: Vec<Result<Call, Option<String>>> = batch
-            .into_iter()
-            .map(|mut element| match element.classify() {
-                Ok(Message::Request { id, method, params }) if method == "tools/call" => {
-                    match self.revision_of(&method, &params) {
-                        Ok(revision) => Ok(self.prepare(&element, id, params, revision)),
-                        Err(error) => {
-                            let line = jsonrpc::failure_line(&id, &error);
-                            Err(Some(reply::charged(Some(&id), line, &budget)))
-                        }
-                    }
-                }
-                Ok(message) => {
-                    let id = match &message {
-                        Message::Request { id, .. } => Some(id.clone()),
-                        _ => None,
-                    };
-                    let line = self.handle(&element, message);
-                    Err(line.map(|line| reply::charged(id.as_ref(), line, &budget)))
-                }
-                Err((id, error)) => {
-                    let line = jsonrpc::failure_line(&id, &error);
-                    Err(Some(reply::charged(Some(&id), line, &budget)))
-                }
-            })
-            .collect();
+    /// A batch's elements, prepared in order (`Job`), run concurrently (writers still take
+    /// their turns in order); one array of replies, none if every element was a notification.
+    /// The array is the elements' reply lines joined, under `budget`, the cap on one reply as a
+    /// whole.
+    pub fn run_batch(self: &Arc<Self>, jobs: Vec<Job>, budget: Arc<LineAllowance>, cost: usize) {
         if self.scopes.sandbox_deferred() {
             let replies: Vec<String> = jobs
                 .into_iter()
@@ -177,12 +189,12 @@ impl Session {
         let running = self.schedule.running(cost);
         let runtime = self.schedule.runtime().handle().clone();
         for (idx, job) in jobs.into_iter().enumerate() {
-            let session = Arc::clone(self);
+            let calls = Arc::clone(self);
             let budget = Arc::clone(&budget);
             parts.spawn_on(
                 async move {
                     let reply = match job {
-                        Ok(call) => session.call_tool(call, budget).await,
+                        Ok(call) => calls.call_tool(call, budget).await,
                         Err(reply) => reply,
                     };
                     (idx, reply)
@@ -190,7 +202,7 @@ impl Session {
                 &runtime,
             );
         }
-        let session = Arc::clone(self);
+        let calls = Arc::clone(self);
         runtime.spawn(async move {
             let mut replies: Vec<(usize, String)> = Vec::new();
             while let Some(joined) = parts.join_next().await {
@@ -201,7 +213,7 @@ impl Session {
             replies.sort_by_key(|(idx, _)| *idx);
             if !replies.is_empty() {
                 let replies: Vec<String> = replies.into_iter().map(|(_, r)| r).collect();
-                session.held.send_pieces(reply::batch_pieces(replies));
+                calls.held.send_pieces(reply::batch_pieces(replies));
             }
             drop(running);
         });
@@ -209,23 +221,29 @@ impl Session {
 
     /// Registers a tool call as it is read: its scope, its cancellation flag (so that a cancel
     /// sent right behind the request finds it), its progress reports and its write turn.
-    fn prepare(&self, element: &Element, id: Id, params: Value, revision: Revision) -> Call {
+    pub fn prepare(&self, element: &Element, id: Id, params: Value, revision: Revision) -> Call {
         let scope = self.scopes.current();
         let cancel = Arc::new(Cancel::default());
-        let turn = self.schedule.write_turn(&scope.policy, &params);
-        let registered =
-            Registered { cancel: Arc::clone(&cancel), turn: turn.as_ref().map(Turn::seq) };
-        lock(&self.calls.0).insert(id.key(), registered);
         let progress = match element.progress_token(&params) {
             Some(token) => progress_sink(self.outbox.clone(), token, revision, Arc::clone(&cancel)),
             None => Progress::default(),
         };
-        Call { id, params, revision, scope, cancel, progress, turn }
+        let request = dispatch::envelope(params);
+        let keys = request.as_ref().ok().and_then(|c| c.tool.write_keys(&scope.policy, &c.args));
+        let turn = keys.map(|keys| self.schedule.write_turn(keys));
+        let registered =
+            Registered { cancel: Arc::clone(&cancel), turn: turn.as_ref().map(Turn::seq) };
+        lock(&self.in_flight).insert(id.key(), registered);
+        Call { id, request, revision, scope, cancel, progress, turn }
     }
 
     /// Runs a tool call once its write turn (if any) has come. `None` when the client
     /// cancelled it: a cancelled request gets no response.
-    async fn call_tool(self: Arc<Self>, mut call: Call, budget: Arc<Budget>) -> Option<String> {
+    async fn call_tool(
+        self: Arc<Self>,
+        mut call: Call,
+        budget: Arc<LineAllowance>,
+    ) -> Option<String> {
         if let Some(turn) = &mut call.turn {
             turn.wait().await;
         }
@@ -249,22 +267,23 @@ impl Session {
 
     /// Runs a tool call on this thread, unless it was cancelled already, and writes its reply
     /// line (without the newline).
-    fn run_tool(&self, call: Call, budget: &Budget) -> Option<String> {
-        let Call { id, params, revision, scope, cancel, progress, turn } = call;
+    fn run_tool(&self, call: Call, budget: &LineAllowance) -> Option<String> {
+        let Call { id, request, revision, scope, cancel, progress, turn } = call;
         let started = turn.as_ref().is_none_or(|turn| turn.start(&cancel));
         let result = if !started || cancel.is_cancelled() {
             None
         } else {
-            let write_turn =
-                turn.as_ref().map_or_else(WriteTurn::default, |t| WriteTurn::new(t.link()));
+            let write_turn = turn.as_ref().map_or_else(WriteTurn::default, Turn::gate);
             let (policy, settings) = (&scope.policy, &scope.settings);
-            Some(dispatch::call_tool(policy, settings, &cancel, &progress, &write_turn, params))
+            Some(request.and_then(|request| {
+                dispatch::run(policy, settings, &cancel, &progress, &write_turn, request)
+            }))
         };
         // No progress after this: the response follows.
         progress.finish();
         // The writers behind this one may go as soon as it is done, before its reply is written.
         drop(turn);
-        lock(&self.calls.0).remove(&id.key());
+        lock(&self.in_flight).remove(&id.key());
         let result = match result {
             Some(result) if !cancel.is_cancelled() => result,
             _ => {

@@ -8,12 +8,14 @@ use serde_json::{json, Map, Value};
 
 use crate::error::{self, ToolError};
 use crate::policy::Policy;
-use crate::progress::{Cancel, Progress, WriteTurn};
+use crate::progress::{Cancel, Progress};
 use crate::protocol::jsonrpc::RpcError;
 use crate::protocol::revision::{self, Revision};
 use crate::reply_size::{json_len, json_len_range, push_json};
 use crate::schema;
+use crate::tools::table::Tool;
 use crate::tools::{self, Content, Ctx, Output, Settings, Structured};
+use crate::write_order::WriteTurn;
 
 /// A `tools/call` result: its content rendered as MCP content items, and its structured data
 /// in the form the tool made it. Written by `write_result`, never parsed back.
@@ -24,7 +26,14 @@ pub struct ToolReply {
     pub structured: Option<Structured>,
 }
 
-/// Runs one `tools/call` to completion on the calling (blocking) thread.
+/// A `tools/call`'s params as read, once, on arrival: the tool named and its arguments.
+#[derive(Debug)]
+pub struct ToolCall {
+    pub tool: Tool,
+    pub args: Value,
+}
+
+/// Reads and runs one `tools/call` to completion on the calling (blocking) thread.
 pub fn call_tool(
     policy: &Policy,
     settings: &Settings,
@@ -33,19 +42,31 @@ pub fn call_tool(
     write_turn: &WriteTurn,
     params: Value,
 ) -> Result<ToolReply, RpcError> {
-    let (name, args) = envelope(params)?;
-    let def = schema::find(&name).filter(|_| settings.serves(&name)).ok_or_else(|| {
-        rpc_error(&ToolError::invalid_params(
-            "name",
-            format!("names no tool of this server: {name:?}; see tools/list"),
-        ))
-    })?;
-    let mut args = args;
-    tools::map_aliases(&name, &mut args);
-    def.validate(&args).map_err(|e| rpc_error(&e))?;
+    let call = envelope(params)?;
+    run(policy, settings, cancel, progress, write_turn, call)
+}
+
+/// Runs a call read by `envelope` to completion on the calling (blocking) thread.
+pub fn run(
+    policy: &Policy,
+    settings: &Settings,
+    cancel: &Cancel,
+    progress: &Progress,
+    write_turn: &WriteTurn,
+    call: ToolCall,
+) -> Result<ToolReply, RpcError> {
+    let ToolCall { tool, mut args } = call;
+    if !settings.serves(tool) {
+        return Err(rpc_error(&unknown_tool(tool.name())));
+    }
+    let spec = tool.spec();
+    if let Some(aliases) = spec.aliases {
+        aliases(&mut args);
+    }
+    schema::of(tool).validate(&args).map_err(|e| rpc_error(&e))?;
     integral_floats_as_integers(&mut args);
     let ctx = Ctx { policy, settings, cancel, progress, write_turn };
-    let outcome = catch_unwind(AssertUnwindSafe(|| tools::call(&name, &ctx, args)));
+    let outcome = catch_unwind(AssertUnwindSafe(|| tools::call(tool, &ctx, args)));
     let output = match outcome {
         Ok(result) => result.map_err(|e| rpc_error(&e))?,
         Err(panic) => {
@@ -54,15 +75,23 @@ pub fn call_tool(
                 .map(|s| s.to_string())
                 .or_else(|| panic.downcast_ref::<String>().cloned())
                 .unwrap_or_else(|| "the tool panicked".to_string());
-            tracing::error!(tool = %name, %detail, "tool panicked");
+            tracing::error!(tool = %spec.name, %detail, "tool panicked");
             return Err(rpc_error(&ToolError::Panicked { detail }));
         }
     };
     Ok(render(output))
 }
 
-/// `{name, arguments}`; absent arguments are an empty object.
-fn envelope(params: Value) -> Result<(String, Value), RpcError> {
+fn unknown_tool(name: &str) -> ToolError {
+    ToolError::invalid_params(
+        "name",
+        format!("names no tool of this server: {name:?}; see tools/list"),
+    )
+}
+
+/// `{name, arguments}`, the name one of replay's tools; absent arguments are an empty object.
+/// A tool the server does not serve is refused when run (`run`), with the same words.
+pub fn envelope(params: Value) -> Result<ToolCall, RpcError> {
     let Value::Object(mut params) = params else {
         return Err(rpc_error(&ToolError::invalid_params(
             "params",
@@ -74,11 +103,14 @@ fn envelope(params: Value) -> Result<(String, Value), RpcError> {
         Some(_) => return Err(rpc_error(&ToolError::invalid_params("name", "must be a string"))),
         None => return Err(rpc_error(&ToolError::invalid_params("name", "is required"))),
     };
+    let Some(tool) = Tool::from_name(&name) else {
+        return Err(rpc_error(&unknown_tool(&name)));
+    };
     let args = match params.remove("arguments") {
         None | Some(Value::Null) => Value::Object(Map::new()),
         Some(args) => args,
     };
-    Ok((name, args))
+    Ok(ToolCall { tool, args })
 }
 
 /// JSON Schema counts `1.0` as an integer, serde's `usize` does not: after validation, a

@@ -15,8 +15,8 @@ use serde_json::Value;
 pub const PARSE_ERROR: i32 = -32700;
 pub const INVALID_REQUEST: i32 = -32600;
 pub const METHOD_NOT_FOUND: i32 = -32601;
-/// Codes a tool can cause too, so defined once, with the contract's, in `error`.
-pub use crate::error::{INTERNAL as INTERNAL_ERROR, INVALID_PARAMS};
+// -32602 and -32603, which a tool can cause too, are defined once, with the contract's codes,
+// in `error`.
 
 /// An error object for a response.
 #[derive(Debug, Clone, PartialEq)]

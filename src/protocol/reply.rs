@@ -4,22 +4,23 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use crate::error::INTERNAL;
 use crate::protocol::dispatch::{self, ToolReply};
-use crate::protocol::jsonrpc::{self, Id, RpcError, INTERNAL_ERROR};
+use crate::protocol::jsonrpc::{self, Id, RpcError};
 use crate::protocol::revision::Revision;
 use crate::reply_size::MAX_REPLY_BYTES;
 
 /// The bytes the replies of one line (one request, or a whole batch) may still take, so that
 /// a batch's one line stays under the cap too. Taken as each reply is written.
-pub struct Budget(AtomicUsize);
+pub struct LineAllowance(AtomicUsize);
 
-impl Default for Budget {
-    fn default() -> Budget {
-        Budget(AtomicUsize::new(MAX_REPLY_BYTES))
+impl Default for LineAllowance {
+    fn default() -> LineAllowance {
+        LineAllowance(AtomicUsize::new(MAX_REPLY_BYTES))
     }
 }
 
-impl Budget {
+impl LineAllowance {
     /// What is left for one more reply; a batch line also takes one byte for each separator.
     fn left(&self) -> usize {
         self.0.load(Ordering::SeqCst)
@@ -35,7 +36,7 @@ impl Budget {
 
 /// The reply to a tool call that ran: its result, or a -32603 that says how to ask for less
 /// when the result would not fit in what `budget` has left. One line without its newline.
-pub fn tool_line(id: &Id, reply: ToolReply, revision: Revision, budget: &Budget) -> String {
+pub fn tool_line(id: &Id, reply: ToolReply, revision: Revision, budget: &LineAllowance) -> String {
     let mut line = Vec::new();
     jsonrpc::open_line(&mut line, id, "result");
     // Room for the closing brace and the newline the line is sent with.
@@ -53,7 +54,7 @@ pub fn tool_line(id: &Id, reply: ToolReply, revision: Revision, budget: &Budget)
 /// A batch's reply to anything but a tool call (`tools/list`, `ping`, an error), charged to the
 /// batch's budget: over it, the -32603 that says how to ask for less. `id` is the request's,
 /// when it has one.
-pub fn charged(id: Option<&Id>, line: String, budget: &Budget) -> String {
+pub fn charged(id: Option<&Id>, line: String, budget: &LineAllowance) -> String {
     if budget.take(line.len() + 1) {
         return line;
     }
@@ -70,7 +71,7 @@ fn too_large(id: &Id, len: usize) -> String {
          batch"
     );
     tracing::warn!(%id, len, "reply over the cap; answered with an error");
-    jsonrpc::failure_line(id, &RpcError::new(INTERNAL_ERROR, message))
+    jsonrpc::failure_line(id, &RpcError::new(INTERNAL, message))
 }
 
 /// A batch's replies as the pieces of one line (the array of their lines), without its

@@ -8,7 +8,8 @@
 
 use serde_json::{json, Map, Value};
 
-use crate::protocol::jsonrpc::{RpcError, INVALID_PARAMS};
+use crate::error::INVALID_PARAMS;
+use crate::protocol::jsonrpc::RpcError;
 
 /// The revisions replay speaks, oldest first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -1,21 +1,20 @@
 //! Where calls run and when: the tokio runtime (built on first use), the count of requests in
 //! flight that the end of input drains, and the write turns that order calls changing files
-//! (`turns`).
+//! (`write_order`).
 //!
 //! Figures: at end of input, calls in flight drain for up to `DRAIN_LIMIT` (70 s); a call whose
 //! memory grows with what it reads takes one of `DATA_CALLS` (4) places; the requests in
 //! flight hold at most `BACKLOG_BOUND` (64 MiB) before the reading thread waits.
 
+use std::path::PathBuf;
 use std::sync::{Arc, Condvar, Mutex, OnceLock};
 use std::time::Duration;
 
-use serde_json::Value;
 use tokio::runtime::Runtime;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
-use crate::policy::Policy;
 use crate::protocol::lock;
-use crate::protocol::turns::{self, Turn, Turns};
+use crate::write_order::{Turn, Turns};
 
 /// How long in-flight calls may run on after stdin closes: execute_command's longest timeout
 /// (60 s) plus its kill grace (3 s), plus a margin.
@@ -28,7 +27,7 @@ pub struct Schedule {
     in_flight: Arc<InFlight>,
     /// The file-changing calls in flight; see `write_turn`.
     turns: Arc<Turns>,
-    /// Places for the calls whose memory grows with what they read (`holds_data`).
+    /// Places for the calls whose memory grows with what they read (`Spec::holds_data`).
     data_calls: Arc<Semaphore>,
 }
 
@@ -49,24 +48,6 @@ impl Default for Schedule {
 /// 200 `read_file`s of a 16 MiB file held 3.26 GiB at once. Four keep two cores busy (each
 /// walk is parallel itself).
 const DATA_CALLS: usize = 4;
-
-/// The tools whose memory grows with the data they read or return: they wait for one of the
-/// `DATA_CALLS` places. Writers of a given content, moves, deletes, info and execute_command
-/// (whose output is capped, and which may run a minute) do not.
-pub fn holds_data(tool: &str) -> bool {
-    matches!(
-        tool,
-        "read_file"
-            | "read_multiple_files"
-            | "list_directory"
-            | "directory_tree"
-            | "search_files"
-            | "glob_search"
-            | "grep_files"
-            | "edit_file"
-            | "edit_files"
-    )
-}
 
 /// How much the requests handed to the runtime may hold, as estimated when read
 /// (`jsonrpc::read_cost`), before the server stops reading more until they drop to half of it.
@@ -127,7 +108,7 @@ impl Schedule {
         })
     }
 
-    /// A place to run a call that holds data (`holds_data`), once one is free.
+    /// A place to run a call that holds data (`Spec::holds_data`), once one is free.
     pub async fn data_place(&self) -> Option<OwnedSemaphorePermit> {
         Arc::clone(&self.data_calls).acquire_owned().await.ok()
     }
@@ -180,10 +161,10 @@ impl Schedule {
     /// A call that changes files waits for the earlier ones in flight on the same files (a
     /// path or one inside the other, however spelled), in the order they arrived, so that a
     /// client pipelining two edits of one file gets both applied, in order; a write elsewhere
-    /// does not wait. Reads never wait. Taken when the line is read (in order), awaited by
-    /// the task that runs the call.
-    pub fn write_turn(&self, policy: &Policy, params: &Value) -> Option<Turn> {
-        turns::keys(policy, params).map(|keys| self.turns.take(keys))
+    /// does not wait. Reads never wait. Taken on the call's keys (`Tool::write_keys`) when the
+    /// line is read (in order), awaited by the task that runs the call.
+    pub fn write_turn(&self, keys: Vec<PathBuf>) -> Turn {
+        self.turns.take(keys)
     }
 
     /// The call holding turn `seq` was cancelled: its turn ends now if it runs.

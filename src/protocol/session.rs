@@ -1,6 +1,7 @@
 //! The session: the read loop, both protocol eras (`initialize`, and `server/discover` with
 //! per-request envelopes), `ping`, `tools/list`, notifications, asking for client roots, and
-//! the orderly end at end of input. Tool calls are `calls`'; where they run is `schedule`'s.
+//! the orderly end at end of input. Tool calls go to the call path (`calls::Calls`); where they
+//! run is `schedule`'s.
 //! When stdout fails, calls in flight are cancelled and given 10 s before the process exits.
 
 use std::sync::{Arc, Mutex, OnceLock};
@@ -8,19 +9,19 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
-use crate::cli::ToolErrors;
 use crate::policy::Policy;
-use crate::protocol::calls::Calls;
+use crate::protocol::calls::{Calls, Job};
 use crate::protocol::held::Held;
 use crate::protocol::jsonrpc::{
     self, Element, Id, Incoming, Message, RpcError, METHOD_NOT_FOUND, PARSE_ERROR,
 };
+use crate::protocol::reply::{self, LineAllowance};
 use crate::protocol::revision::{self, Revision};
-use crate::protocol::schedule::{Schedule, DRAIN_LIMIT};
+use crate::protocol::schedule::DRAIN_LIMIT;
 use crate::protocol::scope::Scopes;
 use crate::protocol::tools_list::ToolsLists;
 use crate::protocol::transport::{self, Line, Outbox};
-use crate::protocol::{lock, roots};
+use crate::protocol::{lock, roots, ToolErrors};
 use crate::sandbox::Sandbox;
 use crate::tools::Settings;
 
@@ -35,18 +36,16 @@ pub struct Options {
 
 pub struct Session {
     /// The allowed set and the tools' settings; replaced when client roots change.
-    pub(super) scopes: Scopes,
-    pub(super) tool_errors: ToolErrors,
-    pub(super) outbox: Outbox,
+    scopes: Arc<Scopes>,
+    tool_errors: ToolErrors,
+    outbox: Outbox,
     /// Replies made on the reading thread, handed over when it has read all there is.
-    pub(super) held: Held,
+    held: Arc<Held>,
     /// What the legacy era's `initialize` settled, and the client's root support.
     client: Mutex<Client>,
-    /// The tool calls in flight, for cancellation.
-    pub(super) calls: Calls,
+    /// The call path: the tool calls in flight, where they run, and their write turns.
+    calls: Arc<Calls>,
     tools_lists: ToolsLists,
-    /// The runtime, the requests in flight and the write turns.
-    pub(super) schedule: Schedule,
 }
 
 #[derive(Default)]
@@ -69,39 +68,44 @@ pub fn serve(policy: Policy, settings: Arc<Settings>, options: Options) {
             session.client_gone();
         }
     });
+    let scopes =
+        Arc::new(Scopes::new(policy, settings, options.deferred_sandbox, options.read_only));
+    let held = Arc::new(Held::new(outbox.clone(), std::thread::current().id()));
+    let calls =
+        Calls::new(Arc::clone(&scopes), Arc::clone(&held), outbox.clone(), options.tool_errors);
     let session = Arc::new(Session {
-        scopes: Scopes::new(policy, settings, options.deferred_sandbox, options.read_only),
+        scopes,
         tool_errors: options.tool_errors,
-        held: Held::new(outbox.clone(), std::thread::current().id()),
+        held,
         outbox,
         client: Mutex::new(Client::default()),
-        calls: Calls::default(),
+        calls: Arc::new(calls),
         tools_lists: ToolsLists::default(),
-        schedule: Schedule::default(),
     });
     let _ = hook.set(Arc::downgrade(&session));
     let each = |line| {
         session.accept(line);
         // Backpressure: no next request while too many replies wait unread, or while the
         // calls in flight hold too much.
-        if session.outbox.must_wait() || session.schedule.backlog_full() {
+        if session.outbox.must_wait() || session.calls.schedule().backlog_full() {
             session.held.release();
             session.outbox.wait_for_room();
-            session.schedule.wait_for_backlog();
+            session.calls.schedule().wait_for_backlog();
         }
     };
     transport::read_lines(each, || session.held.release());
-    let pending = session.schedule.in_flight();
+    let pending = session.calls.schedule().in_flight();
     tracing::debug!(in_flight = pending, "stdin closed; finishing in-flight requests");
-    if !session.schedule.wait_idle(DRAIN_LIMIT) {
+    if !session.calls.schedule().wait_idle(DRAIN_LIMIT) {
         tracing::warn!(
             "in-flight requests still running {DRAIN_LIMIT:?} after stdin closed; exiting"
         );
     }
     session.outbox.close();
     let _ = writer.join();
-    if let Some(session) = Arc::into_inner(session) {
-        session.schedule.shut_down();
+    if let Some(calls) = Arc::into_inner(session).and_then(|session| Arc::into_inner(session.calls))
+    {
+        calls.shut_down();
     }
 }
 
@@ -111,7 +115,7 @@ impl Session {
     fn client_gone(&self) {
         tracing::info!("the client closed stdout; cancelling in-flight calls and exiting");
         self.calls.cancel_all();
-        self.schedule.wait_idle(Duration::from_secs(10));
+        self.calls.schedule().wait_idle(Duration::from_secs(10));
         if let Some(tmp) = &self.scopes.current().settings.command_tmp {
             tmp.remove();
         }
@@ -148,7 +152,7 @@ impl Session {
             Ok(Message::Request { id, method, params }) if method == "tools/call" => {
                 match self.revision_of(&method, &params) {
                     Ok(revision) => {
-                        return self.accept_call(&element, id, params, revision, cost())
+                        return self.calls.accept(&element, id, params, revision, cost())
                     }
                     Err(error) => Some(jsonrpc::failure_line(&id, &error)),
                 }
@@ -161,16 +165,61 @@ impl Session {
         }
     }
 
+    /// A JSON-RPC batch: each element prepared here, in order (write turns and cancellation
+    /// must follow arrival), then run by the call path (`Calls::run_batch`).
+    fn accept_batch(self: &Arc<Self>, batch: Vec<Element>, cost: usize) {
+        if batch.is_empty() {
+            let error = RpcError::new(jsonrpc::INVALID_REQUEST, "invalid request: empty batch");
+            self.held.send_line(jsonrpc::failure_line(&Id::null(), &error));
+            return;
+        }
+        // One budget for the whole array: every reply in it is charged, tool results and the
+        // others alike (20,000 `tools/list` in one batch asked for 298 MiB).
+        let budget = Arc::new(LineAllowance::default());
+        let jobs = batch.into_iter().map(|element| self.batch_job(element, &budget)).collect();
+        self.calls.run_batch(jobs, budget, cost);
+    }
+
+    /// One element of a batch: a tool call registered with the call path, or its reply.
+    fn batch_job(&self, mut element: Element, budget: &LineAllowance) -> Job {
+        let message = match element.classify() {
+            Ok(message) => message,
+            Err((id, error)) => {
+                let line = jsonrpc::failure_line(&id, &error);
+                return Err(Some(reply::charged(Some(&id), line, budget)));
+            }
+        };
+        match message {
+            Message::Request { id, method, params } if method == "tools/call" => {
+                match self.revision_of(&method, &params) {
+                    Ok(revision) => Ok(self.calls.prepare(&element, id, params, revision)),
+                    Err(error) => {
+                        let line = jsonrpc::failure_line(&id, &error);
+                        Err(Some(reply::charged(Some(&id), line, budget)))
+                    }
+                }
+            }
+            message => {
+                let id = match &message {
+                    Message::Request { id, .. } => Some(id.clone()),
+                    _ => None,
+                };
+                let line = self.handle(&element, message);
+                Err(line.map(|line| reply::charged(id.as_ref(), line, budget)))
+            }
+        }
+    }
+
     /// The revision a request is served under: the one its modern envelope names, else what
     /// `initialize` settled (the latest legacy revision before it). `initialize` itself is
     /// always legacy.
-    pub(super) fn revision_of(&self, method: &str, params: &Value) -> Result<Revision, RpcError> {
+    fn revision_of(&self, method: &str, params: &Value) -> Result<Revision, RpcError> {
         let modern = if method == "initialize" { None } else { revision::envelope(params)? };
         Ok(modern.unwrap_or_else(|| lock(&self.client).revision.unwrap_or(revision::LATEST_LEGACY)))
     }
 
     /// Everything but `tools/call`. Returns the reply line, if the message needs one.
-    pub(super) fn handle(&self, element: &Element, message: Message) -> Option<String> {
+    fn handle(&self, element: &Element, message: Message) -> Option<String> {
         match message {
             Message::Request { id, method, params } => {
                 let outcome = self.revision_of(&method, &params).and_then(|revision| {
@@ -186,9 +235,8 @@ impl Session {
                     "notifications/initialized" | "initialized" => self.request_roots(),
                     "notifications/roots/list_changed" => self.request_roots(),
                     "notifications/cancelled" => {
-                        let id = element.cancelled_request();
-                        if let Some(turn) = id.and_then(|id| self.calls.cancel(&id)) {
-                            self.schedule.cancelled(turn);
+                        if let Some(id) = element.cancelled_request() {
+                            self.calls.cancel(&id);
                         }
                     }
                     other => tracing::debug!(method = other, %params, "ignoring notification"),

@@ -24,7 +24,7 @@ impl ToolsLists {
         let list = lists.entry(revision).or_insert_with(|| {
             let tools: Vec<Value> = schema::definitions()
                 .iter()
-                .filter(|d| settings.serves(d.name))
+                .filter(|d| settings.serves(d.tool))
                 .map(|d| {
                     let mut def = revision::tool_definition(&d.definition, revision);
                     if error_results {

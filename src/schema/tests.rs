@@ -14,7 +14,7 @@ fn every_schema_file_is_embedded_and_every_embedded_schema_has_a_file() {
         .map(|n| n.trim_end_matches(".json").to_string())
         .collect();
     on_disk.sort();
-    let mut embedded: Vec<String> = FILES.iter().map(|(n, _)| n.to_string()).collect();
+    let mut embedded: Vec<String> = Tool::ALL.iter().map(|t| t.name().to_string()).collect();
     embedded.sort();
     assert_eq!(on_disk, embedded);
 }
@@ -122,7 +122,7 @@ fn unknown_arguments_are_refused_with_the_nearest_name() {
         json!({"x": 1}),
         "invalid params: `x` is not a known argument; this takes none",
     );
-    // search_files' legacy names are mapped before validation (`tools::map_aliases`), so here,
+    // search_files' legacy names are mapped before validation (`table::Spec::aliases`), so here,
     // alone, they are unknown.
     check("search_files", json!({"directory": "/a", "nameContains": "x"}), "ok");
     check("search_files", json!({"directory": "/a"}), "invalid params: `nameContains` is required");

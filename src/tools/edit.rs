@@ -69,7 +69,14 @@ pub fn edit_file(ctx: &Ctx, args: EditFileArgs) -> Result<Output, ToolError> {
     let edits = to_edits(args.edits);
     let resolved = resolve(ctx, &args.path, args.dry_run)?;
     let mut budget = Budget::default();
-    Ok(Output::text(edit_one(ctx, &resolved, &edits, args.dry_run, &mut budget, true)?))
+    Ok(Output::text(edit_one(
+        ctx,
+        &resolved,
+        &edits,
+        args.dry_run,
+        &mut budget,
+        TurnEnds::WithThisFile,
+    )?))
 }
 
 /// Every path and glob is resolved before any file is touched: a glob that matches nothing
@@ -105,8 +112,8 @@ pub fn edit_files(ctx: &Ctx, args: EditFilesArgs) -> Result<Output, ToolError> {
         if ctx.cancel.is_cancelled() {
             return Err(ToolError::Cancelled);
         }
-        // The call's turn covers every file: it ends with the call, not with one file.
-        content.push(match edit_one(ctx, file, &edits, args.dry_run, &mut budget, false) {
+        let ends = TurnEnds::WithTheCall;
+        content.push(match edit_one(ctx, file, &edits, args.dry_run, &mut budget, ends) {
             Ok(text) => Content::Text(text),
             Err(ToolError::Cancelled) => return Err(ToolError::Cancelled),
             Err(e) => Content::Text(e.as_line(&file.shown)),
@@ -163,8 +170,7 @@ fn expand_glob(
         .into_iter()
         .map(|rel| {
             // A path reaches the policy as text: a name that is not UTF-8, shown lossily,
-            // would name another file (or none). (A stranger's find: `\xff.txt` matched, and
-            // `\u{fffd}.txt` was edited.)
+            // would name another file (`\xff.txt` shown as `\u{fffd}.txt`), or none.
             let Some(real) = base.real.join(&rel).to_str().map(str::to_owned) else {
                 let detail = format!(
                     "{pattern:?} matches {}, a name that is not UTF-8, which no path can give; \
@@ -177,9 +183,9 @@ fn expand_glob(
             if spelled {
                 file.shown = base.shown.join(&rel);
             }
-            // The call's write turn is keyed by the glob's directory (`protocol::turns`): a
+            // The call's write turn is keyed by the glob's directory (`write_order::keys`): a
             // match that a symlink leads out of it would be edited outside its turn, beside a
-            // write of that file (a reviewer's find: the write answered, then undone).
+            // write of that file, and could undo a write that had answered.
             if !file.real.starts_with(&base.real) {
                 let detail = format!(
                     "{pattern:?} matches {}, a symlink that leads outside {}; edit that file \
@@ -207,16 +213,23 @@ fn to_edits(args: Vec<EditArgs>) -> Vec<Edit> {
         .collect()
 }
 
-/// Edits one file; returns the reply text. A dry run's diff takes from `budget`. With
-/// `one_file`, the call's write turn ends once the edited file is in place
-/// (`fs::atomic::atomic_write`).
+/// When the call's write turn ends (`write_order::WriteTurn`).
+#[derive(Clone, Copy)]
+enum TurnEnds {
+    /// Once the edited file is in place: edit_file.
+    WithThisFile,
+    /// With the call, whose turn covers every file: edit_files.
+    WithTheCall,
+}
+
+/// Edits one file; returns the reply text. A dry run's diff takes from `budget`.
 fn edit_one(
     ctx: &Ctx,
     file: &ResolvedPath,
     edits: &[Edit],
     dry_run: bool,
     budget: &mut Budget,
-    one_file: bool,
+    ends: TurnEnds,
 ) -> Result<String, ToolError> {
     let shown = &file.shown;
     let original = match read_text(file) {
@@ -232,8 +245,16 @@ fn edit_one(
     }
     if edited != original {
         let slot = file.slot(false).map_err(|e| ToolError::io("write", shown, e))?;
-        atomic_write(&slot, edited.as_bytes(), ctx.write_turn, one_file)
-            .map_err(|e| ToolError::io("write", shown, e))?;
+        let turn = ctx.write_turn;
+        let written = match ends {
+            TurnEnds::WithThisFile => {
+                atomic_write(&slot, edited.as_bytes(), |rename| turn.rename_last(rename))
+            }
+            TurnEnds::WithTheCall => {
+                atomic_write(&slot, edited.as_bytes(), |rename| turn.rename_one_of_many(rename))
+            }
+        };
+        written.map_err(|e| ToolError::io("write", shown, e))?;
     }
     Ok(format!("Successfully edited {}", shown.display()))
 }

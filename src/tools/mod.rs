@@ -1,4 +1,5 @@
-//! The tools: one `match` from a tool name to its function. This file is the feature codemap.
+//! The tools: `table` has one row per tool (its name, schema, function and what the server must
+//! know of it). That table is the feature codemap.
 //!
 //! Each tool is a plain function `(&Ctx, Args) -> Result<Output, ToolError>`. Its arguments have
 //! already been validated against `schemas/<name>.json`; every path in them still has to go
@@ -15,14 +16,17 @@ mod grep;
 mod info;
 pub mod read;
 mod relocate;
+pub mod table;
 mod write;
 
-use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::error::ToolError;
 use crate::policy::{Policy, ResolvedPath};
-use crate::progress::{Cancel, Progress, WriteTurn};
+use crate::progress::{Cancel, Progress};
+use crate::write_order::WriteTurn;
+
+use self::table::Tool;
 
 /// What a tool call can see of the server.
 pub struct Ctx<'a> {
@@ -49,13 +53,13 @@ pub struct Settings {
     pub sandbox_note: Option<String>,
     /// Tools left out of tools/list and refused (`--read-only`, `--tools`, `--disable-tool`,
     /// `--no-exec`; see `selection`).
-    pub disabled_tools: Vec<String>,
+    pub disabled_tools: Vec<Tool>,
 }
 
 impl Settings {
     /// Whether this server offers the tool.
-    pub fn serves(&self, name: &str) -> bool {
-        !self.disabled_tools.iter().any(|d| d == name)
+    pub fn serves(&self, tool: Tool) -> bool {
+        !self.disabled_tools.contains(&tool)
     }
 }
 
@@ -105,37 +109,9 @@ impl Output {
     }
 }
 
-pub fn call(name: &str, ctx: &Ctx, args: Value) -> Result<Output, ToolError> {
-    match name {
-        "read_file" => read::read_file(ctx, parse(args)?),
-        "read_multiple_files" => read::read_multiple_files(ctx, parse(args)?),
-        "write_file" => write::write_file(ctx, parse(args)?),
-        "create_directory" => directory::create_directory(ctx, parse(args)?),
-        "list_directory" => directory::list_directory(ctx, parse(args)?),
-        "directory_tree" => directory::directory_tree(ctx, parse(args)?),
-        "move_file" => relocate::move_file(ctx, parse(args)?),
-        "copy_file" => copy::copy_file(ctx, parse(args)?),
-        "delete_file" => delete::delete_file(ctx, parse(args)?),
-        "get_file_info" => info::get_file_info(ctx, parse(args)?),
-        "list_allowed_directories" => Ok(info::list_allowed_directories(ctx)),
-        "edit_file" => edit::edit_file(ctx, parse(args)?),
-        "edit_files" => edit::edit_files(ctx, parse(args)?),
-        "search_files" => find::search_files(ctx, parse(args)?),
-        "glob_search" => find::glob_search(ctx, parse(args)?),
-        "grep_files" => grep::grep_files(ctx, parse(args)?),
-        "execute_command" => exec::execute_command(ctx, parse(args)?),
-        _ => Err(ToolError::invalid_params(
-            "name",
-            format!("names no tool of this server: {name:?}"),
-        )),
-    }
-}
-
-/// Renames a tool's legacy argument names to the ones its schema gives, before validation.
-pub fn map_aliases(name: &str, args: &mut Value) {
-    if name == "search_files" {
-        find::map_search_aliases(args);
-    }
+/// Runs `tool` on arguments its schema has validated.
+pub fn call(tool: Tool, ctx: &Ctx, args: Value) -> Result<Output, ToolError> {
+    (tool.spec().handler)(ctx, args)
 }
 
 /// A directory to read in (search, walk, run a command in): allowed for reading, existing, and
@@ -156,20 +132,14 @@ pub fn into_itself(source: &ResolvedPath, destination: &ResolvedPath) -> bool {
     destination.real.starts_with(&source.real)
 }
 
-/// Deserializes validated arguments. Failing here means a schema is looser than its struct.
-fn parse<T: DeserializeOwned>(args: Value) -> Result<T, ToolError> {
-    serde_json::from_value(args).map_err(|e| ToolError::invalid_params("arguments", e.to_string()))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// Every tool with a schema reaches a function: called with no arguments it fails on its
-    /// arguments (or succeeds), never with "names no tool". Together with the schema tests,
-    /// this holds schemas/, `schema::FILES` and this module's `match` equal.
+    /// Every row's function runs: called with no arguments it fails on its arguments (or
+    /// succeeds), never with a panic.
     #[test]
-    fn every_name_has_an_arm() {
+    fn every_row_reaches_its_function() {
         let policy = Policy::default();
         let settings = Settings::default();
         let cancel = Cancel::default();
@@ -182,12 +152,10 @@ mod tests {
             progress: &progress,
             write_turn: &write_turn,
         };
-        for (name, _) in crate::schema::FILES {
-            if let Err(e) = call(name, &ctx, serde_json::json!({})) {
-                assert!(!e.to_string().contains("names no tool"), "{name}: {e}");
+        for tool in Tool::ALL {
+            if let Err(e) = call(tool, &ctx, serde_json::json!({})) {
+                assert!(!e.to_string().contains("names no tool"), "{tool:?}: {e}");
             }
         }
-        let err = call("no_such_tool", &ctx, serde_json::json!({})).unwrap_err();
-        assert!(err.to_string().contains("names no tool"));
     }
 }

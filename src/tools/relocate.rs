@@ -37,7 +37,7 @@ pub fn move_file(ctx: &Ctx, args: MoveFileArgs) -> Result<Output, ToolError> {
     if to.stat().map_err(|e| ToolError::io("move", &destination.shown, e))?.is_some() {
         return Err(ToolError::AlreadyExists { path: destination.shown });
     }
-    // Step by step across file systems (`progress::WriteTurn`): its turn holds until it stops.
+    // Step by step across file systems (`write_order::WriteTurn`): its turn holds until it stops.
     let stop = || ctx.cancel.is_cancelled();
     let moved = ctx.write_turn.keep_while(|| rename_no_replace(&from, &to, &stop));
     moved.ok_or(ToolError::Cancelled)?.map_err(|e| match e.kind() {

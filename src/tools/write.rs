@@ -30,13 +30,13 @@ pub fn write_file(ctx: &Ctx, args: WriteFileArgs) -> Result<Output, ToolError> {
     let resolved = ctx.policy.resolve_write(&args.path)?;
     let slot = resolved.slot(true).map_err(|e| ToolError::io("write", &resolved.shown, e))?;
     if args.append {
-        // Written as it goes (`progress::WriteTurn`): its turn holds until it is done.
+        // Written as it goes (`write_order::WriteTurn`): its turn holds until it is done.
         ctx.write_turn
             .keep_while(|| append(&slot, args.content.as_bytes(), &resolved.shown))
             .ok_or(ToolError::Cancelled)??;
         return Ok(Output::text(format!("Successfully appended to {}", resolved.shown.display())));
     }
-    atomic_write(&slot, args.content.as_bytes(), ctx.write_turn, true)
+    atomic_write(&slot, args.content.as_bytes(), |rename| ctx.write_turn.rename_last(rename))
         .map_err(|e| ToolError::io("write", &resolved.shown, e))?;
     Ok(Output::text(format!("Successfully wrote {}", resolved.shown.display())))
 }
@@ -113,7 +113,7 @@ fn append(slot: &Slot, bytes: &[u8], shown: &Path) -> Result<(), ToolError> {
         return result.map_err(failed);
     }
     // Make the entry durable: a new one, or one a write_file just renamed into place, which
-    // hands its turn on before its own directory fsync ends (`progress::WriteTurn`).
+    // hands its turn on before its own directory fsync ends (`write_order::WriteTurn`).
     // (A bare `O_PATH` handle cannot be synced: best effort.)
     let _ = nix::unistd::fsync(dir);
     Ok(())

@@ -1,4 +1,7 @@
-//! Write turns: a call that changes files waits for the earlier calls still in flight whose
+//! Write ordering, in one place: the turns that order the calls changing files, the keys each
+//! call takes its turn on, and the gate a tool's change passes when it becomes visible.
+//!
+//! A call that changes files waits for the earlier calls still in flight whose
 //! targets overlap its own, and for no other, in arrival order. Pipelined edits of one file
 //! apply one after another, in the order sent, while a write to another file never waits
 //! behind a long edit.
@@ -21,6 +24,7 @@
 //! fsync, so the next writer of the file runs its fsyncs beside that one.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
+use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -28,10 +32,13 @@ use serde_json::Value;
 use tokio::sync::watch;
 
 use crate::policy::Policy;
-use crate::progress::{Cancel, TurnLink};
-use crate::protocol::lock;
-use crate::schema;
+use crate::progress::Cancel;
 use crate::walk;
+
+/// A poisoned lock is still used: a panic in one call must not stop the others' turns.
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 /// The writers in flight, by arrival.
 #[derive(Default)]
@@ -49,7 +56,7 @@ struct Writer {
     keys: Vec<PathBuf>,
     /// The call passed its waits and started: a cancel releases it at once.
     running: bool,
-    /// The call is making its change visible (`progress::WriteTurn::begin`): a cancel no
+    /// The call is making its change visible (`WriteTurn::begin`): a cancel no
     /// longer releases it, until the change is made (`cancelled_meanwhile`).
     committing: bool,
     /// A cancel came while committing: `made` releases the turn.
@@ -137,9 +144,9 @@ impl Turn {
         self.seq
     }
 
-    /// The running call's link to this turn (`progress::WriteTurn`).
-    pub fn link(&self) -> Link {
-        Link { turns: Arc::clone(&self.turns), seq: self.seq }
+    /// The running call's gate on this turn (`WriteTurn`).
+    pub fn gate(&self) -> WriteTurn {
+        WriteTurn(Some(Link { turns: Arc::clone(&self.turns), seq: self.seq }))
     }
 
     /// Whether the turn comes at once: no writer ahead.
@@ -173,51 +180,29 @@ impl Turn {
     }
 }
 
-/// A turn as the tool that holds it sees it (`progress::WriteTurn`).
-pub struct Link {
-    turns: Arc<Turns>,
-    seq: u64,
-}
-
-impl TurnLink for Link {
-    /// False when a cancel already released the turn.
-    fn begin(&self) -> bool {
-        let mut table = lock(&self.turns.0);
-        let Some(writer) = table.writers.get_mut(&self.seq) else { return false };
-        writer.committing = true;
-        true
-    }
-
-    /// Ends the turn before it is dropped (ending it again, or dropping it after, changes
-    /// nothing), or lets a cancel end it again: at once, if one came meanwhile.
-    fn made(&self, end: bool) {
-        let mut table = lock(&self.turns.0);
-        let Some(writer) = table.writers.get_mut(&self.seq) else { return };
-        writer.committing = false;
-        if end || writer.cancelled_meanwhile {
-            table.release(self.seq);
-        }
-    }
-}
-
 impl Drop for Turn {
     fn drop(&mut self) {
         lock(&self.turns.0).release(self.seq);
     }
 }
 
-/// The keys a `tools/call` with `params` takes its turn on, or `None` when it takes none: it
-/// changes no file (reads, `execute_command`, whose effects no path names, and dryRuns).
-pub fn keys(policy: &Policy, params: &Value) -> Option<Vec<PathBuf>> {
-    let name = params.get("name").and_then(Value::as_str)?;
-    if !schema::find(name).is_some_and(|def| def.changes_files()) {
-        return None;
-    }
-    let args = params.get("arguments").unwrap_or(&Value::Null);
+/// An argument that names a path a writer changes: its write turn is keyed on it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Target {
+    /// A string argument holding one path (`path`, `source`, `destination`).
+    Path(&'static str),
+    /// An array of globs: each keyed on the directory it expands under (edit_files' `paths`).
+    GlobBases(&'static str),
+}
+
+/// The keys a call of a writer whose paths are in `targets` takes its turn on, from its
+/// arguments `args`, or `None` when it takes none (a dryRun changes nothing). A target the
+/// arguments do not give (they will fail validation) is keyed as `/`.
+pub fn keys(policy: &Policy, targets: &[Target], args: &Value) -> Option<Vec<PathBuf>> {
     if args.get("dryRun") == Some(&Value::Bool(true)) {
         return None;
     }
-    let targets = targets(name, args).unwrap_or_else(|| vec![String::from("/")]);
+    let targets = paths(targets, args).unwrap_or_else(|| vec![String::from("/")]);
     let mut keys = Vec::with_capacity(2 * targets.len());
     for target in &targets {
         match policy.resolve_read(target) {
@@ -232,21 +217,21 @@ pub fn keys(policy: &Policy, params: &Value) -> Option<Vec<PathBuf>> {
     Some(keys)
 }
 
-/// The paths a file-changing call names, as the client wrote them: for edit_files, the
-/// directory each glob expands under. `None` when the arguments do not say (they will fail
-/// validation), or for a writer this list does not know: the caller keys those coarsely.
-fn targets(name: &str, args: &Value) -> Option<Vec<String>> {
-    let field = |key: &str| args.get(key).and_then(Value::as_str).map(str::to_owned);
-    match name {
-        "write_file" | "create_directory" | "delete_file" | "edit_file" => {
-            Some(vec![field("path")?])
+/// The paths `targets` name in `args`, as the client wrote them: for globs, the directory each
+/// expands under. `None` when the arguments do not say.
+fn paths(targets: &[Target], args: &Value) -> Option<Vec<String>> {
+    let mut paths = Vec::new();
+    for target in targets {
+        match *target {
+            Target::Path(key) => paths.push(args.get(key)?.as_str()?.to_owned()),
+            Target::GlobBases(key) => {
+                for glob in args.get(key)?.as_array()? {
+                    paths.push(glob_base(glob.as_str()?));
+                }
+            }
         }
-        "move_file" | "copy_file" => Some(vec![field("source")?, field("destination")?]),
-        "edit_files" => {
-            args.get("paths")?.as_array()?.iter().map(|path| path.as_str().map(glob_base)).collect()
-        }
-        _ => None,
     }
+    Some(paths)
 }
 
 /// The directory a glob expands under (the pattern itself when it has no metacharacter).
@@ -258,6 +243,98 @@ fn glob_base(pattern: &str) -> String {
     match base.to_str() {
         Some("") | None => ".".to_owned(),
         Some(base) => base.to_owned(),
+    }
+}
+
+/// A file-changing call's gate on its write turn, for the moment its change becomes visible:
+/// a rename over the target.
+///
+/// `begin` comes just before it: false when a cancel already gave the turn up, and the writer
+/// behind may have gone, so the change must not be made (made after the writer behind, whose
+/// reply had said it was done, it would undo that write). Once it said true, a cancel no
+/// longer gives the turn up until the change is made: the rename follows at once.
+///
+/// `made_and_end` comes after a one-file writer's rename, before the directory's fsync, and
+/// ends its turn: the calls behind it may go, and their fsyncs run beside its own, which the
+/// disk's journal commits together; its reply still waits for its own. `made_and_hold` keeps
+/// the turn (edit_files, with files to go, or a rename that failed), and a cancel may give it
+/// up again (one that came meanwhile, at once).
+///
+/// A writer whose change is made step by step (move_file, delete_file, an append) runs it in
+/// `keep_while`: a cancel then stops it at its next step, and its turn ends when it has, not
+/// while it still changes files (a move across file systems must not remove its source after
+/// a later write of the destination answered).
+///
+/// For a call that takes no turn, `begin` is true and the rest does nothing.
+#[derive(Default)]
+pub struct WriteTurn(Option<Link>);
+
+struct Link {
+    turns: Arc<Turns>,
+    seq: u64,
+}
+
+impl WriteTurn {
+    /// False when a cancel already released the turn.
+    pub fn begin(&self) -> bool {
+        let Some(link) = &self.0 else { return true };
+        let mut table = lock(&link.turns.0);
+        let Some(writer) = table.writers.get_mut(&link.seq) else { return false };
+        writer.committing = true;
+        true
+    }
+
+    /// Ends the turn before it is dropped (ending it again, or dropping it after, changes
+    /// nothing).
+    pub fn made_and_end(&self) {
+        self.made(true);
+    }
+
+    /// Keeps the turn, or lets a cancel end it again: at once, if one came meanwhile.
+    pub fn made_and_hold(&self) {
+        self.made(false);
+    }
+
+    fn made(&self, end: bool) {
+        let Some(link) = &self.0 else { return };
+        let mut table = lock(&link.turns.0);
+        let Some(writer) = table.writers.get_mut(&link.seq) else { return };
+        writer.committing = false;
+        if end || writer.cancelled_meanwhile {
+            table.release(link.seq);
+        }
+    }
+
+    /// `change` between `begin` and `made_and_hold`: `None`, and `change` not run, when a
+    /// cancel already gave the turn up.
+    pub fn keep_while<T>(&self, change: impl FnOnce() -> T) -> Option<T> {
+        if !self.begin() {
+            return None;
+        }
+        let made = change();
+        self.made_and_hold();
+        Some(made)
+    }
+
+    /// A one-file writer's rename (`fs::atomic::atomic_write`): run between `begin` and
+    /// `made_and_end` when it succeeds (`made_and_hold` when it fails); `Interrupted`, and the
+    /// rename not run, when a cancel already gave the turn up.
+    pub fn rename_last(&self, rename: impl FnOnce() -> io::Result<()>) -> io::Result<()> {
+        self.rename(rename, true)
+    }
+
+    /// The rename of one file of several (edit_files): the turn holds after it.
+    pub fn rename_one_of_many(&self, rename: impl FnOnce() -> io::Result<()>) -> io::Result<()> {
+        self.rename(rename, false)
+    }
+
+    fn rename(&self, rename: impl FnOnce() -> io::Result<()>, last: bool) -> io::Result<()> {
+        if !self.begin() {
+            return Err(io::Error::new(io::ErrorKind::Interrupted, "cancelled"));
+        }
+        let renamed = rename();
+        self.made(last && renamed.is_ok());
+        renamed
     }
 }
 

@@ -1,12 +1,9 @@
-//! Who waits for whom, and the keys each call takes its turn on.
+//! Who waits for whom.
 
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use serde_json::json;
-
 use super::*;
-use crate::policy::{Access, AllowedRoot};
 
 /// Takes turns in order, each on the space-separated keys of one entry, all held; `expect[i]`
 /// is who the i-th waits for.
@@ -52,13 +49,13 @@ fn a_turn_made_and_ended_is_waited_for_no_more_while_still_held() {
     let first = turns.take(key());
     let second = turns.take(key());
     assert_eq!(second.ahead, [first.seq()]);
-    let link = first.link();
+    let link = first.gate();
     assert!(link.begin());
-    link.made(true);
+    link.made_and_end();
     // The change is in place: a writer arriving now waits for the second only.
     assert_eq!(turns.take(key()).ahead, [second.seq()]);
     // Ending it again, or dropping it, releases nothing else.
-    link.made(true);
+    link.made_and_end();
     drop(first);
     assert_eq!(turns.take(key()).ahead, [second.seq()]);
     drop(second);
@@ -76,26 +73,26 @@ fn a_cancel_and_a_change_made_visible_never_cross() {
     let first = turns.take(key());
     assert!(first.start(&cancel));
     turns.cancelled(first.seq());
-    assert!(!first.link().begin());
+    assert!(!first.gate().begin());
     assert!(turns.take(key()).is_free());
     drop(first);
     // Cancelled while it makes it: the turn holds until it is made.
     let second = turns.take(key());
     assert!(second.start(&cancel));
-    let link = second.link();
+    let link = second.gate();
     assert!(link.begin());
     turns.cancelled(second.seq());
     assert_eq!(turns.take(key()).ahead, [second.seq()]);
     // Made, but the call goes on (edit_files): the cancel that came meanwhile ends it now.
-    link.made(false);
+    link.made_and_hold();
     assert!(turns.take(key()).is_free());
     drop(second);
     // Made with no cancel meanwhile: the turn goes on until a cancel, or the call's end.
     let third = turns.take(key());
     assert!(third.start(&cancel));
-    let link = third.link();
+    let link = third.gate();
     assert!(link.begin());
-    link.made(false);
+    link.made_and_hold();
     assert_eq!(turns.take(key()).ahead, [third.seq()]);
     turns.cancelled(third.seq());
     assert!(turns.take(key()).is_free());
@@ -133,88 +130,4 @@ fn a_writer_cancelled_while_waiting_does_not_start() {
     drop(first);
     assert!(!second.start(&cancel));
     assert!(turns.take(vec![PathBuf::from("/r/f")]).is_free());
-}
-
-/// A fresh directory with `dir/f.txt` and `alias -> dir`, allowed read-write.
-fn tree() -> (PathBuf, Policy) {
-    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let base = std::env::temp_dir().join(format!("replay-turns-{}-{n}", std::process::id()));
-    std::fs::create_dir_all(base.join("dir")).unwrap();
-    std::fs::write(base.join("dir/f.txt"), "f").unwrap();
-    std::os::unix::fs::symlink("dir", base.join("alias")).unwrap();
-    let base = std::fs::canonicalize(&base).unwrap();
-    let policy = Policy::new(vec![AllowedRoot { path: base.clone(), access: Access::Write }], None);
-    (base, policy)
-}
-
-#[track_caller]
-fn check_keys(
-    policy: &Policy,
-    base: &std::path::Path,
-    params: serde_json::Value,
-    expect: Option<&[&str]>,
-) {
-    let got = keys(policy, &params).map(|keys| {
-        keys.iter()
-            .map(|key| match key.strip_prefix(base) {
-                Ok(rel) => format!("B/{}", rel.display()),
-                Err(_) => key.display().to_string(),
-            })
-            .collect::<Vec<_>>()
-    });
-    let expect = expect.map(|e| e.iter().map(|s| s.to_string()).collect::<Vec<_>>());
-    assert_eq!(got, expect, "{params}");
-}
-
-#[test]
-fn keys_name_the_path_as_spelled_and_as_resolved() {
-    let (base, policy) = tree();
-    let b = |rel: &str| format!("{}/{rel}", base.display());
-    let call = |name: &str, args: serde_json::Value| json!({"name": name, "arguments": args});
-    let p = &policy;
-    check_keys(
-        p,
-        &base,
-        call("write_file", json!({"path": b("dir/f.txt")})),
-        Some(&["B/dir/f.txt"]),
-    );
-    check_keys(
-        p,
-        &base,
-        call("write_file", json!({"path": b("alias/f.txt")})),
-        Some(&["B/alias/f.txt", "B/dir/f.txt"]),
-    );
-    check_keys(
-        p,
-        &base,
-        call("edit_file", json!({"path": "alias/../dir/f.txt"})),
-        Some(&["B/dir/f.txt"]),
-    );
-    check_keys(
-        p,
-        &base,
-        call("write_file", json!({"path": b("dir/new/g.txt")})),
-        Some(&["B/dir/new/g.txt"]),
-    );
-    check_keys(
-        p,
-        &base,
-        call("move_file", json!({"source": b("alias"), "destination": b("moved")})),
-        Some(&["B/alias", "B/dir", "B/moved"]),
-    );
-    check_keys(
-        p,
-        &base,
-        call("edit_files", json!({"paths": ["alias/*.txt", "**/*.md", b("dir/f.txt")]})),
-        Some(&["B/alias", "B/dir", "B/", "B/dir/f.txt"]),
-    );
-    // Outside, or no path: `/`.
-    check_keys(p, &base, call("delete_file", json!({"path": "/etc/passwd"})), Some(&["/"]));
-    check_keys(p, &base, call("copy_file", json!({"source": b("dir/f.txt")})), Some(&["/"]));
-    // No turn.
-    check_keys(p, &base, call("edit_file", json!({"path": b("dir/f.txt"), "dryRun": true})), None);
-    check_keys(p, &base, call("read_file", json!({"path": b("dir/f.txt")})), None);
-    check_keys(p, &base, call("execute_command", json!({"command": "true"})), None);
-    let _ = std::fs::remove_dir_all(&base);
 }
