@@ -20,7 +20,8 @@ use crate::reply_size::{
 };
 use crate::tools::format::iso8601_utc;
 use crate::tools::{Content, Ctx, Output, Structured};
-use crate::walk::{self, levels, EntryKind, Exclude, WalkOptions};
+use crate::walk::glob::Exclude;
+use crate::walk::{self, levels, EntryKind, WalkOptions};
 
 mod listing;
 

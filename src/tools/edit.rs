@@ -84,7 +84,7 @@ pub fn edit_files(ctx: &Ctx, args: EditFilesArgs) -> Result<Output, ToolError> {
         if ctx.cancel.is_cancelled() {
             break;
         }
-        if walk::is_glob(entry) {
+        if walk::glob::is_glob(entry) {
             let (matched, summary) = expand_glob(ctx, entry, args.dry_run)?;
             files.extend(matched);
             too_long.too_long += summary.too_long;
@@ -134,7 +134,7 @@ fn expand_glob(
     pattern: &str,
     dry_run: bool,
 ) -> Result<(Vec<ResolvedPath>, walk::Summary), ToolError> {
-    let (base, rest) = walk::split_glob(pattern);
+    let (base, rest) = walk::glob::split_glob(pattern);
     let base_str =
         if base.as_os_str().is_empty() { ".".to_string() } else { base.display().to_string() };
     let base = ctx.policy.resolve_read(&base_str)?;
@@ -147,7 +147,7 @@ fn expand_glob(
         .policy
         .resolve_read(&base.shown.to_string_lossy())
         .is_ok_and(|spelled| spelled.real == base.real);
-    let set = walk::glob_set("paths", &[rest])?;
+    let set = walk::glob::glob_set("paths", &[rest])?;
     let options = walk::WalkOptions { cancel: Some(ctx.cancel), ..walk::WalkOptions::default() };
     let (entries, summary) =
         walk::entries(&base, &options).map_err(|e| ToolError::io("search", &base.shown, e))?;

@@ -10,7 +10,9 @@ use crate::progress::Tally;
 use crate::reply_size::{escaped_text_len, Budget, REPLY_BYTES, REPLY_NAME};
 use crate::tools::format::NO_MATCHES;
 use crate::tools::{resolve_dir, Ctx, Output, Structured};
-use crate::walk::{self, EntryKind, Exclude, WalkOptions};
+use crate::walk::filter::{self, Limit};
+use crate::walk::glob::{self, Exclude};
+use crate::walk::{self, EntryKind, WalkOptions};
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -82,8 +84,8 @@ pub fn search_files(ctx: &Ctx, args: SearchFilesArgs) -> Result<Output, ToolErro
         }
     };
     let weigh = |rel: &Path| hit_weight(&dir.shown, rel);
-    let limit = walk::Limit { count: usize::MAX, weight: REPLY_BYTES, weigh: &weigh };
-    let found = walk::filtered(&dir, &options, &limit, accept)
+    let limit = Limit { count: usize::MAX, weight: REPLY_BYTES, weigh: &weigh };
+    let found = filter::filtered(&dir, &options, &limit, accept)
         .map_err(|e| ToolError::io("search", &dir.shown, e))?;
     if ctx.cancel.is_cancelled() {
         return Err(ToolError::Cancelled);
@@ -184,7 +186,7 @@ pub fn glob_search(ctx: &Ctx, args: GlobSearchArgs) -> Result<Output, ToolError>
     let dir = resolve_dir(ctx, &args.directory, "search")?;
     let globs: Vec<String> =
         args.globs.iter().map(|g| g.trim_start_matches("./").to_string()).collect();
-    let set = walk::glob_set("globs", &globs)?;
+    let set = glob::glob_set("globs", &globs)?;
     let tally = Tally::new(ctx.progress, walked);
     let options = WalkOptions {
         respect_gitignore: args.respect_gitignore,
@@ -196,8 +198,8 @@ pub fn glob_search(ctx: &Ctx, args: GlobSearchArgs) -> Result<Output, ToolError>
     let accept = |entry: &walk::Entry| entry.kind == EntryKind::File && set.is_match(entry.rel());
     let weigh = |rel: &Path| hit_weight(&dir.shown, rel);
     let count = if args.max == 0 { usize::MAX } else { args.max };
-    let limit = walk::Limit { count, weight: REPLY_BYTES, weigh: &weigh };
-    let found = walk::filtered(&dir, &options, &limit, accept)
+    let limit = Limit { count, weight: REPLY_BYTES, weigh: &weigh };
+    let found = filter::filtered(&dir, &options, &limit, accept)
         .map_err(|e| ToolError::io("search", &dir.shown, e))?;
     if ctx.cancel.is_cancelled() {
         return Err(ToolError::Cancelled);

@@ -21,7 +21,8 @@ use crate::progress::Tally;
 use crate::reply_size::{escaped_text_len, push_json_string, Budget, REPLY_NAME};
 use crate::tools::format::NO_MATCHES;
 use crate::tools::{resolve_dir, Ctx, Output, Structured};
-use crate::walk::{self, EntryKind, Exclude, WalkOptions};
+use crate::walk::glob::{self, Exclude};
+use crate::walk::{self, EntryKind, WalkOptions};
 
 /// Files with a NUL byte in their first 4 KB are binary and skipped, as the contract says.
 const BINARY_PROBE: usize = 4096;
@@ -166,7 +167,7 @@ fn scopes(ctx: &Ctx, args: &GrepArgs) -> Result<(Vec<Scope>, usize), ToolError> 
         None => {}
     }
     for glob in args.globs.iter().filter(|g| g.starts_with('/')) {
-        let (base, rest) = walk::split_glob(glob);
+        let (base, rest) = glob::split_glob(glob);
         match resolve_dir(ctx, &base.to_string_lossy(), "search") {
             Ok(dir) => scopes.push(Scope { root: dir, globs: vec![rest] }),
             Err(ToolError::NotAllowed(_) | ToolError::InvalidPath(_)) => skipped += 1,
@@ -277,7 +278,7 @@ fn search(
         let set = if scope.globs.is_empty() {
             None
         } else {
-            Some(walk::glob_set("globs", &scope.globs)?)
+            Some(glob::glob_set("globs", &scope.globs)?)
         };
         let searched = walk::visit(&scope.root, options, || {
             let mut buf = Vec::new();

@@ -19,7 +19,8 @@ use nix::fcntl::OFlag;
 use nix::sys::stat::Mode;
 
 use super::first::{self, First};
-use super::{peek, Admission, EntryKind, Ignores, Summary, WalkOptions};
+use super::gitignore::Ignores;
+use super::{peek, Admission, EntryKind, Summary, WalkOptions};
 use crate::policy::confined;
 use crate::policy::ResolvedPath;
 
