@@ -112,7 +112,7 @@ pub fn call(name: &str, ctx: &Ctx, args: Value) -> Result<Output, ToolError> {
         "write_file" => write::write_file(ctx, parse(args)?),
         "create_directory" => directory::create_directory(ctx, parse(args)?),
         "list_directory" => directory::list_directory(ctx, parse(args)?),
-        "directory_tree" => directory::directory_tree(ctx, parse(args)?),
+        "directory_tree" => directory::tree::directory_tree(ctx, parse(args)?),
         "move_file" => relocate::move_file(ctx, parse(args)?),
         "copy_file" => copy::copy_file(ctx, parse(args)?),
         "delete_file" => delete::delete_file(ctx, parse(args)?),
