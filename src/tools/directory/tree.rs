@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use serde::Deserialize;
 
 use crate::error::ToolError;
+use crate::policy::ResolvedPath;
 use crate::progress::Tally;
 use crate::reply_size::{escaped_text_len, shown_escaped_len, Budget, REPLY_NAME};
 use crate::tools::{Content, Ctx, Output};
@@ -81,8 +82,37 @@ pub fn directory_tree(ctx: &Ctx, args: TreeArgs) -> Result<Output, ToolError> {
     }
     let marks = Marks::new(&levels);
     let mut tree = TreeWriter::new(text_format, depth, &levels);
-    tree.root(&name, marks.root());
-    // Depth-first over the breadth-first levels: each directory's children in name order.
+    write_depth_first(&mut tree, &levels, &marks, &name);
+    // A tree cut by the reply's bound says of how many entries. The breadth-first walk stopped
+    // at the first entry not shown, so it does not know; a second walk counts them, holding
+    // nothing (the million-file tree: about as long as `find`, and no memory). A tree cut by
+    // maxEntries is not counted: its cost is to follow the cap, whatever lies below.
+    let total = match keep.cut {
+        Some(Bound::Reply) => Some(count_entries(ctx, &resolved, &options)?),
+        _ => None,
+    };
+    let mut notes = Vec::new();
+    notes.extend(keep.cut.map(|cut| cut_note(cut, args.format, levels.nodes.len(), total)));
+    let at_the_limit =
+        |node: &levels::Node| node.depth() == MAX_TREE_LEVELS && node.kind == EntryKind::Dir;
+    if levels_cut && levels.nodes.iter().any(at_the_limit) {
+        notes.push(format!(
+            "[directories {MAX_TREE_LEVELS} levels down are shown without their entries: \
+             directory_tree renders at most {MAX_TREE_LEVELS} levels; call it on such a \
+             directory to go deeper]"
+        ));
+    }
+    notes.extend(levels.summary.note());
+    // The walk's entries go before the reply is made: it holds the tree twice already.
+    drop((levels, marks));
+    let (json, text) = tree.finish();
+    Ok(with_notes(tree_output(json, text), args.format, &notes))
+}
+
+/// Writes the kept entries depth-first over the breadth-first levels: each directory's
+/// children in name order.
+fn write_depth_first(tree: &mut TreeWriter, levels: &levels::Levels, marks: &Marks, root: &str) {
+    tree.root(root, marks.root());
     let mut stack: Vec<std::ops::Range<usize>> = vec![levels.children(None)];
     while let Some(siblings) = stack.last_mut() {
         let Some(i) = siblings.next() else {
@@ -100,73 +130,65 @@ pub fn directory_tree(ctx: &Ctx, args: TreeArgs) -> Result<Output, ToolError> {
             stack.push(levels.children(Some(i)));
         }
     }
-    // A tree cut by the reply's bound says of how many entries, as it did when the whole tree
-    // was held: a second walk counts them, holding nothing (the million-file tree: about as
-    // long as `find`, and no memory). A tree cut by maxEntries is not counted: its cost is to
-    // follow the cap, whatever lies below.
-    let total = match keep.cut {
-        Some(Bound::Reply) => {
-            let count = AtomicU64::new(0);
-            let count_ref = &count;
-            walk::visit(&resolved, &options, || {
-                move |_| {
-                    count_ref.fetch_add(1, Ordering::Relaxed);
-                }
-            })
-            .map_err(|e| ToolError::io("read directory", &resolved.shown, e))?;
-            if ctx.cancel.is_cancelled() {
-                return Err(ToolError::Cancelled);
-            }
-            Some(count.into_inner())
+}
+
+/// Every entry the walk `options` allows below `root`, counted as the walk goes.
+fn count_entries(
+    ctx: &Ctx,
+    root: &ResolvedPath,
+    options: &WalkOptions<'_>,
+) -> Result<u64, ToolError> {
+    let count = AtomicU64::new(0);
+    let count_ref = &count;
+    walk::visit(root, options, || {
+        move |_| {
+            count_ref.fetch_add(1, Ordering::Relaxed);
         }
-        _ => None,
+    })
+    .map_err(|e| ToolError::io("read directory", &root.shown, e))?;
+    if ctx.cancel.is_cancelled() {
+        return Err(ToolError::Cancelled);
+    }
+    Ok(count.into_inner())
+}
+
+/// The note under a tree cut short: `shown` entries of `total` (when counted), and how the
+/// format marks the directories with entries not shown.
+fn cut_note(cut: Bound, format: TreeFormat, shown: usize, total: Option<u64>) -> String {
+    let marks = match format {
+        TreeFormat::Json => "directories with \"truncated\": true have entries not shown",
+        TreeFormat::Text => "a directory marked ... has entries not shown",
     };
-    let mut notes = Vec::new();
-    if let Some(cut) = keep.cut {
-        let marks = match args.format {
-            TreeFormat::Json => "directories with \"truncated\": true have entries not shown",
-            TreeFormat::Text => "a directory marked ... has entries not shown",
-        };
-        let n = levels.nodes.len();
-        let total = total.unwrap_or_default().max(n as u64);
-        notes.push(match cut {
-            Bound::Reply => format!(
-                "[truncated: {n} of {total} entries shown (all that fit the reply's {REPLY_NAME} bound), \
-                 the shallowest first; {marks}; call directory_tree on a subdirectory for more]"
-            ),
-            Bound::MaxEntries => format!(
-                "[truncated: {n} entries shown (maxEntries), the shallowest first; {marks}]"
-            ),
-        });
+    let n = shown;
+    let total = total.unwrap_or_default().max(n as u64);
+    match cut {
+        Bound::Reply => format!(
+            "[truncated: {n} of {total} entries shown (all that fit the reply's {REPLY_NAME} bound), \
+             the shallowest first; {marks}; call directory_tree on a subdirectory for more]"
+        ),
+        Bound::MaxEntries => {
+            format!("[truncated: {n} entries shown (maxEntries), the shallowest first; {marks}]")
+        }
     }
-    let at_the_limit =
-        |node: &levels::Node| node.depth() == MAX_TREE_LEVELS && node.kind == EntryKind::Dir;
-    if levels_cut && levels.nodes.iter().any(at_the_limit) {
-        notes.push(format!(
-            "[directories {MAX_TREE_LEVELS} levels down are shown without their entries: \
-             directory_tree renders at most {MAX_TREE_LEVELS} levels; call it on such a \
-             directory to go deeper]"
-        ));
+}
+
+/// The reply with its notes: after the JSON as an item of their own (the first item stays the
+/// JSON alone), or under the text tree.
+fn with_notes(mut output: Output, format: TreeFormat, notes: &[String]) -> Output {
+    if notes.is_empty() {
+        return output;
     }
-    notes.extend(levels.summary.note());
-    // The walk's entries go before the reply is made: it holds the tree twice already.
-    drop((levels, marks));
-    let (json, text) = tree.finish();
-    let mut output = tree_output(json, text);
-    if !notes.is_empty() {
-        let note = notes.join("\n");
-        match args.format {
-            // The first item stays the JSON alone.
-            TreeFormat::Json => output.content.push(Content::Text(note)),
-            TreeFormat::Text => {
-                if let Some(Content::Text(text)) = output.content.first_mut() {
-                    text.push('\n');
-                    text.push_str(&note);
-                }
+    let note = notes.join("\n");
+    match format {
+        TreeFormat::Json => output.content.push(Content::Text(note)),
+        TreeFormat::Text => {
+            if let Some(Content::Text(text)) = output.content.first_mut() {
+                text.push('\n');
+                text.push_str(&note);
             }
         }
     }
-    Ok(output)
+    output
 }
 
 /// Which entries directory_tree shows: breadth-first, as many as `maxEntries` asks for and
