@@ -15,7 +15,8 @@ use serde::Deserialize;
 
 use crate::error::ToolError;
 use crate::fs::read::MAX_READ_BYTES;
-use crate::js_regex::{FastRegex, JsRegex};
+use crate::js_regex::fast::FastRegex;
+use crate::js_regex::JsRegex;
 use crate::policy::ResolvedPath;
 use crate::progress::Tally;
 use crate::reply_size::{escaped_text_len, push_json_string, Budget, REPLY_NAME};
