@@ -14,7 +14,7 @@ use crate::fs::atomic::TEMP_PREFIX;
 use crate::policy::confined::{self, Kind};
 use crate::policy::ResolvedPath;
 use crate::reply_size::{escaped_len, push_json_string, Budget, REPLY_NAME};
-use crate::tools::format::iso8601_utc;
+use crate::tools::time::iso8601_utc;
 use crate::tools::{Ctx, Output, Structured};
 
 mod listing;

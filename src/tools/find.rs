@@ -8,7 +8,6 @@ use std::path::Path;
 
 use crate::progress::Tally;
 use crate::reply_size::{escaped_text_len, Budget, REPLY_BYTES, REPLY_NAME};
-use crate::tools::format::NO_MATCHES;
 use crate::tools::{resolve_dir, Ctx, Output, Structured};
 use crate::walk::filter::{self, Limit};
 use crate::walk::glob::{self, Exclude};
@@ -24,6 +23,9 @@ pub struct SearchFilesArgs {
     #[serde(default)]
     respect_gitignore: bool,
 }
+
+/// The whole text of a search that found nothing (search_files, glob_search, grep_files).
+pub const NO_MATCHES: &str = "(no matches found)";
 
 /// search_files' legacy names, `(legacy, canonical)`: the official server's, which agents
 /// trained on it send. The contract accepts them without advertising them.

@@ -20,7 +20,7 @@ use crate::js_regex::JsRegex;
 use crate::policy::ResolvedPath;
 use crate::progress::Tally;
 use crate::reply_size::{escaped_text_len, push_json_string, Budget, REPLY_NAME};
-use crate::tools::format::NO_MATCHES;
+use crate::tools::find::NO_MATCHES;
 use crate::tools::{resolve_dir, Ctx, Output, Structured};
 use crate::walk::glob::{self, Exclude};
 use crate::walk::{self, EntryKind, WalkOptions};

@@ -10,11 +10,11 @@ mod directory;
 pub mod edit;
 mod exec;
 mod find;
-mod format;
 mod grep;
 mod info;
 pub mod read;
 mod relocate;
+mod time;
 mod write;
 
 use serde::de::DeserializeOwned;
