@@ -235,19 +235,13 @@ impl Policy {
     }
 
     fn contain(&self, shown: PathBuf, real: PathBuf) -> Result<ResolvedPath, Denied> {
-        match self.most_specific_root(&real) {
+        match deepest_root(&self.roots, &real) {
             Some(i) => {
                 let (access, root) = (self.roots[i].access, Arc::clone(&self.handles[i]));
                 Ok(ResolvedPath { access, real, shown, root })
             }
             None => Err(Denied { path: shown, reason: DenyReason::Outside { real } }),
         }
-    }
-
-    /// The index of the deepest root holding `path`: a read-only folder inside a read-write
-    /// root stays read-only, and a read-write folder inside a read-only root is writable.
-    fn most_specific_root(&self, path: &Path) -> Option<usize> {
-        deepest_root(&self.roots, path)
     }
 
     /// Returns `(shown, real)`.
