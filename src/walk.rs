@@ -44,11 +44,6 @@ use crate::progress::{Cancel, Tally};
 use gitignore::Ignores;
 use glob::Exclude;
 
-/// What a walked entry is, without following symlinks: the one type for an entry's kind,
-/// `policy::confined::Kind`. The walk reports a device, FIFO or socket as `File`, never
-/// `Other`, so the searches list them with the files.
-pub use crate::policy::confined::Kind as EntryKind;
-
 /// One entry below the walk's root.
 #[derive(Debug)]
 pub struct Entry {
@@ -57,7 +52,9 @@ pub struct Entry {
     path: PathBuf,
     /// Where `rel` starts in `path`.
     rel_start: usize,
-    pub kind: EntryKind,
+    /// What the entry is, without following symlinks. The walk reports a device, FIFO or
+    /// socket as `File`, never `Other`, so the searches list them with the files.
+    pub kind: Kind,
     /// The directory holding the entry, while the walk runs: what [`Entry::open`] opens it in.
     /// Collected entries drop it, so a big tree does not hold a handle per directory.
     dir: Option<Arc<OwnedFd>>,
@@ -307,7 +304,7 @@ impl Walker<'_, '_> {
             }
             let Some((path, kind)) = admission.admit(name, kind) else { return };
             let entry = Entry { path, rel_start: self.rel_start, kind, dir: None };
-            if kind == EntryKind::Dir && options.max_depth.is_none_or(|max| depth < max) {
+            if kind == Kind::Dir && options.max_depth.is_none_or(|max| depth < max) {
                 self.push(Job {
                     dir: DirToOpen::In(Arc::clone(&dir), name.to_os_string()),
                     path: entry.path.clone(),
@@ -338,7 +335,7 @@ struct Admission<'a, 's> {
 
 impl Admission<'_, '_> {
     /// The entry's path and kind, when the walk reports it.
-    fn admit(&self, name: &std::ffi::OsStr, kind: Kind) -> Option<(PathBuf, EntryKind)> {
+    fn admit(&self, name: &std::ffi::OsStr, kind: Kind) -> Option<(PathBuf, Kind)> {
         let bytes = name.as_bytes();
         if bytes.starts_with(TEMP_PREFIX.as_bytes())
             || (self.options.respect_gitignore && bytes == b".git")
@@ -346,9 +343,9 @@ impl Admission<'_, '_> {
             return None;
         }
         let kind = match kind {
-            Kind::Dir => EntryKind::Dir,
-            Kind::Symlink => EntryKind::Symlink,
-            Kind::File | Kind::Other => EntryKind::File,
+            Kind::Dir => Kind::Dir,
+            Kind::Symlink => Kind::Symlink,
+            Kind::File | Kind::Other => Kind::File,
         };
         let path = self.dir.join(name);
         if path.as_os_str().len() > MAX_PATH_BYTES {
@@ -360,7 +357,7 @@ impl Admission<'_, '_> {
         if self.options.exclude.excludes(rel) {
             return None;
         }
-        if self.ignores.is_some_and(|i| i.ignores(&path, kind == EntryKind::Dir)) {
+        if self.ignores.is_some_and(|i| i.ignores(&path, kind == Kind::Dir)) {
             return None;
         }
         Some((path, kind))

@@ -153,7 +153,9 @@ fn expand_glob(
         walk::entries(&base, &options).map_err(|e| ToolError::io("search", &base.shown, e))?;
     let matches: Vec<PathBuf> = entries
         .into_iter()
-        .filter(|entry| entry.kind != walk::EntryKind::Dir && set.is_match(entry.rel()))
+        .filter(|entry| {
+            entry.kind != crate::policy::confined::Kind::Dir && set.is_match(entry.rel())
+        })
         .map(walk::Entry::into_rel)
         .collect();
     if matches.is_empty() {

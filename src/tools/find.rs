@@ -6,12 +6,13 @@ use serde_json::{json, Value};
 use crate::error::ToolError;
 use std::path::Path;
 
+use crate::policy::confined::Kind;
 use crate::progress::Tally;
 use crate::reply_size::{escaped_text_len, Budget, REPLY_BYTES, REPLY_NAME};
 use crate::tools::{resolve_dir, Ctx, Output, Structured};
 use crate::walk::filter::{self, Limit};
 use crate::walk::glob::{self, Exclude};
-use crate::walk::{self, EntryKind, WalkOptions};
+use crate::walk::{self, WalkOptions};
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -197,7 +198,7 @@ pub fn glob_search(ctx: &Ctx, args: GlobSearchArgs) -> Result<Output, ToolError>
         tally: Some(&tally),
         ..WalkOptions::default()
     };
-    let accept = |entry: &walk::Entry| entry.kind == EntryKind::File && set.is_match(entry.rel());
+    let accept = |entry: &walk::Entry| entry.kind == Kind::File && set.is_match(entry.rel());
     let weigh = |rel: &Path| hit_weight(&dir.shown, rel);
     let count = if args.max == 0 { usize::MAX } else { args.max };
     let limit = Limit { count, weight: REPLY_BYTES, weigh: &weigh };

@@ -17,13 +17,14 @@ use crate::error::ToolError;
 use crate::fs::read::MAX_READ_BYTES;
 use crate::js_regex::fast::FastRegex;
 use crate::js_regex::JsRegex;
+use crate::policy::confined::Kind;
 use crate::policy::ResolvedPath;
 use crate::progress::Tally;
 use crate::reply_size::{escaped_text_len, push_json_string, Budget, REPLY_NAME};
 use crate::tools::find::NO_MATCHES;
 use crate::tools::{resolve_dir, Ctx, Output, Structured};
 use crate::walk::glob::{self, Exclude};
-use crate::walk::{self, EntryKind, WalkOptions};
+use crate::walk::{self, WalkOptions};
 
 /// Files with a NUL byte in their first 4 KB are binary and skipped, as the contract says.
 const BINARY_PROBE: usize = 4096;
@@ -285,7 +286,7 @@ fn search(
             let mut buf = Vec::new();
             let (kept, seen, set, over_cap) = (&kept, &seen, &set, &over_cap);
             move |entry: walk::Entry| {
-                if entry.kind != EntryKind::File
+                if entry.kind != Kind::File
                     || set.as_ref().is_some_and(|s| !s.is_match(entry.rel()))
                 {
                     return;

@@ -20,8 +20,9 @@ use nix::sys::stat::Mode;
 
 use super::first::{self, First};
 use super::gitignore::Ignores;
-use super::{peek, Admission, EntryKind, Summary, WalkOptions};
+use super::{peek, Admission, Summary, WalkOptions};
 use crate::policy::confined;
+use crate::policy::confined::Kind;
 use crate::policy::ResolvedPath;
 
 /// The entries a breadth-first walk took, in the order it took them.
@@ -40,7 +41,7 @@ pub struct Levels {
 /// cost less than their share of the reply.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Node {
-    pub kind: EntryKind,
+    pub kind: Kind,
     /// 1 for the root's children.
     depth: u32,
     /// The parent's index in `nodes`; `NO_PARENT` for the root's children.
@@ -154,7 +155,7 @@ pub fn breadth_first(
     while i < levels.nodes.len() && !stopped && !walk.cancelled() {
         let node = levels.nodes[i];
         i += 1;
-        if node.kind != EntryKind::Dir || node.depth() >= max_depth {
+        if node.kind != Kind::Dir || node.depth() >= max_depth {
             continue;
         }
         let rel = rel_path(&levels, i - 1);
@@ -180,7 +181,7 @@ pub fn breadth_first(
     // cost (990 of the 1,001 directories opened for the first 1,000 entries of the million
     // tree), so on every core.
     let peeks: Vec<(usize, PathBuf, Option<Arc<Ignores>>)> = (i..levels.nodes.len())
-        .filter(|&j| levels.nodes[j].kind == EntryKind::Dir && levels.nodes[j].depth() < max_depth)
+        .filter(|&j| levels.nodes[j].kind == Kind::Dir && levels.nodes[j].depth() < max_depth)
         .map(|j| (j, rel_path(&levels, j), ignores.get_mut(j).and_then(Option::take)))
         .collect();
     for (j, more) in walk.peek_all(&handle, &root.real, peeks) {
@@ -329,13 +330,13 @@ impl ByName {
 }
 
 impl first::Room for ByName {
-    type Key = EntryKind;
+    type Key = Kind;
 
-    fn order(&self, a: (&EntryKind, &[u8]), b: (&EntryKind, &[u8])) -> std::cmp::Ordering {
+    fn order(&self, a: (&Kind, &[u8]), b: (&Kind, &[u8])) -> std::cmp::Ordering {
         a.1.cmp(b.1)
     }
 
-    fn cost(&self, _: &EntryKind, name: &[u8]) -> usize {
+    fn cost(&self, _: &Kind, name: &[u8]) -> usize {
         Room::weight(name)
     }
 
@@ -391,7 +392,7 @@ impl Offered<'_> {
                 name: (start, index(levels.names.len())),
                 children: Children::default(),
             });
-            if let Some(rules) = rules.filter(|_| kind == EntryKind::Dir) {
+            if let Some(rules) = rules.filter(|_| kind == Kind::Dir) {
                 self.ignores.resize(levels.nodes.len(), None);
                 self.ignores[levels.nodes.len() - 1] = Some(Arc::clone(rules));
             }

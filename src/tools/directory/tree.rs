@@ -6,12 +6,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use serde::Deserialize;
 
 use crate::error::ToolError;
+use crate::policy::confined::Kind;
 use crate::policy::ResolvedPath;
 use crate::progress::Tally;
 use crate::reply_size::{escaped_text_len, shown_escaped_len, Budget, REPLY_NAME};
 use crate::tools::{Content, Ctx, Output};
 use crate::walk::glob::Exclude;
-use crate::walk::{self, levels, EntryKind, WalkOptions};
+use crate::walk::{self, levels, WalkOptions};
 
 mod writer;
 
@@ -94,7 +95,7 @@ pub fn directory_tree(ctx: &Ctx, args: TreeArgs) -> Result<Output, ToolError> {
     let mut notes = Vec::new();
     notes.extend(keep.cut.map(|cut| cut_note(cut, args.format, levels.nodes.len(), total)));
     let at_the_limit =
-        |node: &levels::Node| node.depth() == MAX_TREE_LEVELS && node.kind == EntryKind::Dir;
+        |node: &levels::Node| node.depth() == MAX_TREE_LEVELS && node.kind == Kind::Dir;
     if levels_cut && levels.nodes.iter().any(at_the_limit) {
         notes.push(format!(
             "[directories {MAX_TREE_LEVELS} levels down are shown without their entries: \
@@ -126,7 +127,7 @@ fn write_depth_first(tree: &mut TreeWriter, levels: &levels::Levels, marks: &Mar
             node.depth(),
             marks.of(i),
         );
-        if node.kind == EntryKind::Dir {
+        if node.kind == Kind::Dir {
             stack.push(levels.children(Some(i)));
         }
     }

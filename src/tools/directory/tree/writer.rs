@@ -1,9 +1,10 @@
 //! The tree's writer: the JSON (and, for `format: "text"`, the indented tree) in one pass over
 //! the entries, and how each directory is marked when some of its entries are not shown.
 
+use crate::policy::confined::Kind;
 use crate::reply_size::push_json_string;
 use crate::tools::{Output, Structured};
-use crate::walk::{levels, EntryKind};
+use crate::walk::levels;
 
 /// How each shown directory is marked: whether some of its entries are not shown (`partial`),
 /// none of them are (`none_shown`), or something at or below it is not (`incomplete`).
@@ -107,7 +108,7 @@ impl TreeWriter {
         }
     }
 
-    pub(super) fn entry(&mut self, name: &str, kind: EntryKind, depth: usize, mark: Mark) {
+    pub(super) fn entry(&mut self, name: &str, kind: Kind, depth: usize, mark: Mark) {
         while self.open.len() > depth {
             self.close();
         }
@@ -122,16 +123,16 @@ impl TreeWriter {
         let at_limit = self.depth == Some(depth);
         let json = &mut self.json;
         match kind {
-            EntryKind::Dir if at_limit || mark.none_shown => {
+            Kind::Dir if at_limit || mark.none_shown => {
                 json.extend_from_slice(b",\"type\":\"directory\"");
                 json.extend_from_slice(CUT_OFF);
             }
-            EntryKind::Dir => {
+            Kind::Dir => {
                 json.extend_from_slice(b",\"type\":\"directory\",\"children\":[");
                 self.open.push((false, mark.incomplete));
             }
-            EntryKind::File | EntryKind::Other => json.extend_from_slice(b",\"type\":\"file\"}"),
-            EntryKind::Symlink => json.extend_from_slice(b",\"type\":\"symlink\"}"),
+            Kind::File | Kind::Other => json.extend_from_slice(b",\"type\":\"file\"}"),
+            Kind::Symlink => json.extend_from_slice(b",\"type\":\"symlink\"}"),
         }
         if let Some(text) = &mut self.text {
             text.push('\n');
@@ -140,10 +141,10 @@ impl TreeWriter {
             }
             push_text_name(text, name);
             match kind {
-                EntryKind::Dir if at_limit || mark.partial => text.push_str("/ ..."),
-                EntryKind::Dir => text.push('/'),
-                EntryKind::Symlink => text.push('@'),
-                EntryKind::File | EntryKind::Other => {}
+                Kind::Dir if at_limit || mark.partial => text.push_str("/ ..."),
+                Kind::Dir => text.push('/'),
+                Kind::Symlink => text.push('@'),
+                Kind::File | Kind::Other => {}
             }
         }
     }
