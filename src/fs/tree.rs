@@ -240,9 +240,9 @@ fn copy_tree(
 }
 
 /// Opens the regular file `name` in `dir` for reading, never through a symlink. Non-blocking,
-/// and checked on the handle: a FIFO swapped in after the caller's stat blocked the open for
-/// good, waiting for a writer (a stranger's find; cancel could not reach it, nor could the
-/// server exit).
+/// and checked on the handle: a FIFO swapped in after the caller's stat would block a
+/// blocking open for good, waiting for a writer, where neither cancel nor the server's exit
+/// can reach it.
 fn open_file(dir: BorrowedFd<'_>, name: &OsStr) -> io::Result<File> {
     let flags = OFlag::O_RDONLY | OFlag::O_NOFOLLOW | OFlag::O_NONBLOCK | OFlag::O_CLOEXEC;
     let file = File::from(openat(dir, name, flags, Mode::empty())?);
