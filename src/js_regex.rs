@@ -70,7 +70,7 @@ use fancy_regex::{Regex, RegexBuilder};
 pub const BACKTRACK_LIMIT: usize = 50_000_000;
 
 /// Bound on the compiled size of each part of a pattern that runs on the regex crate (its NFA,
-/// in bytes, as the regex crate counts it), and of a [`FastRegex`]. A search costs up to the
+/// in bytes, as the regex crate counts it), and of a [`FastRegex`](fast::FastRegex). A search costs up to the
 /// text's length times the NFA's size when the regex crate's lazy DFA gives up, so a short
 /// pattern with large repetition counts made one search run for minutes: `[\s\S]{0,4000}x`
 /// (4.0 MB compiled) took 168 s on a 1 MB file, `(\w{100}){100}` (0.97 MB) 48 s. The regex
@@ -532,7 +532,7 @@ impl<'p> Translator<'p> {
     /// into the group instead, so `(|a)*` on "a" matches "a". The regex crate takes the empty
     /// branch and stops: "". fancy-regex's own VM repeats the JS way when the repeat is
     /// unbounded, so such a repeat is made to run there, by a lookahead that matches everywhere:
-    /// `(?:(?=)(|a))*`. The regex crate cannot compile that, so [`FastRegex`] leaves these
+    /// `(?:(?=)(|a))*`. The regex crate cannot compile that, so [`FastRegex`](fast::FastRegex) leaves these
     /// patterns to the exact engine. A bounded one (`(|a)?`, `(|a){1,3}`) still takes the empty
     /// branch: a known divergence.
     ///

@@ -115,7 +115,7 @@ impl fmt::Display for Denied {
     }
 }
 
-/// A path that passed the policy. Tools reach it only through its methods (in [`confined`]),
+/// A path that passed the policy. Tools reach it only through its methods (in `policy::confined`),
 /// which open it beneath `root`'s handle.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ResolvedPath {

@@ -3,7 +3,7 @@
 
 use super::{translate, COMPILED_SIZE_LIMIT, LINE_END, LINE_START, WORD_BOUNDARY};
 
-/// A byte-level twin of a [`JsRegex`] for searching files fast, valid only on text whose sole
+/// A byte-level twin of a [`JsRegex`](super::JsRegex) for searching files fast, valid only on text whose sole
 /// line terminator is `\n` (see [`FastRegex::applies_to`]).
 ///
 /// The exact translation spells JS's multiline `^`/`$` and ASCII `\b`/`\B` as lookarounds,

@@ -41,7 +41,7 @@ impl Found {
 }
 
 /// The entries below `root` that `accept` takes, sorted depth-first with siblings by name, as
-/// [`entries`] would give them, but holding only what `limit` lets through: the filter runs as
+/// [`entries`](super::entries) would give them, but holding only what `limit` lets through: the filter runs as
 /// the walk finds each entry, and each walker thread, once it holds twice what `limit` allows,
 /// sorts what it holds and drops all but the first. That drops nothing a caller cutting at
 /// `limit` would keep: an entry among the first overall is among the first of its own thread.

@@ -1,6 +1,6 @@
 //! The pure edit engine behind `edit_file` and `edit_files`.
 //!
-//! [`apply_edits`] turns a file's content and a list of [`Edit`]s into the new
+//! [`apply_edits_within`] turns a file's content and a list of [`Edit`]s into the new
 //! content, or into the first [`EditError`]. It never touches the filesystem:
 //! the tool layer reads the file, calls this, and writes (or diffs) the result.
 //!
@@ -121,7 +121,7 @@ pub enum EditError {
         pattern: String,
     },
     /// The edit would make the text larger than `max_bytes`
-    /// ([`MAX_EDITED_BYTES`] unless the caller chose another bound).
+    /// (`MAX_EDITED_BYTES` unless the caller chose another bound).
     TooLarge {
         edit_index: usize,
         max_bytes: usize,
