@@ -29,10 +29,10 @@ use crate::policy::confined::{self, DirEntry, Kind};
 mod tests;
 
 /// Asked between steps of a long operation: true once it should stop (the call was cancelled).
-pub type Stop<'a> = &'a dyn Fn() -> bool;
+pub type ShouldStop<'a> = &'a dyn Fn() -> bool;
 
 /// How many entries a directory's emptying removes, and how many bytes a file's copy copies,
-/// between two questions to `Stop`.
+/// between two questions to `ShouldStop`.
 const STEP_ENTRIES: usize = 1024;
 const STEP_BYTES: u64 = 64 << 20;
 
@@ -41,7 +41,7 @@ pub fn never() -> bool {
     false
 }
 
-/// The error of an operation that stopped because `Stop` said so. Not `ErrorKind::Interrupted`,
+/// The error of an operation that stopped because `ShouldStop` said so. Not `ErrorKind::Interrupted`,
 /// which std's I/O helpers retry.
 pub fn stopped() -> io::Error {
     io::Error::other("cancelled")
@@ -50,7 +50,7 @@ pub fn stopped() -> io::Error {
 /// Removes `name` from `dir`: a file or a symlink (the link itself), or a directory with
 /// everything in it, never through a symlink. Once `stop` says so it returns [`stopped`], and
 /// what was removed stays removed, as with an interrupted `rm -r`.
-pub fn remove_at(dir: BorrowedFd<'_>, name: &OsStr, stop: Stop<'_>) -> io::Result<()> {
+pub fn remove_at(dir: BorrowedFd<'_>, name: &OsStr, stop: ShouldStop<'_>) -> io::Result<()> {
     remove(dir, name, stop, false)
 }
 
@@ -61,7 +61,7 @@ pub fn discard_at(dir: BorrowedFd<'_>, name: &OsStr) -> io::Result<()> {
     remove(dir, name, &never, true)
 }
 
-fn remove(dir: BorrowedFd<'_>, name: &OsStr, stop: Stop<'_>, own: bool) -> io::Result<()> {
+fn remove(dir: BorrowedFd<'_>, name: &OsStr, stop: ShouldStop<'_>, own: bool) -> io::Result<()> {
     match unlinkat(dir, name, UnlinkatFlags::NoRemoveDir) {
         Ok(()) => return Ok(()),
         Err(e) if names_a_directory(dir, name, e) => {}
@@ -106,7 +106,7 @@ fn remove(dir: BorrowedFd<'_>, name: &OsStr, stop: Stop<'_>, own: bool) -> io::R
 /// Removes every entry of the open directory `dir` but its subdirectories, and returns their
 /// names. With `own`, makes the directory writable first. `stop` is asked every
 /// `STEP_ENTRIES` entries: a directory of a million files is many steps.
-fn empty_out(dir: BorrowedFd<'_>, own: bool, stop: Stop<'_>) -> io::Result<Vec<OsString>> {
+fn empty_out(dir: BorrowedFd<'_>, own: bool, stop: ShouldStop<'_>) -> io::Result<Vec<OsString>> {
     if own {
         // Best effort: should it fail, the removals below say why.
         let _ = fchmod(dir, Mode::from_bits_truncate(0o700));
@@ -139,7 +139,7 @@ pub fn copy_at(
     from_name: &OsStr,
     to: BorrowedFd<'_>,
     to_name: &OsStr,
-    stop: Stop<'_>,
+    stop: ShouldStop<'_>,
 ) -> io::Result<()> {
     let stat = confined::stat_at(from, from_name)?;
     match stat.kind() {
@@ -160,7 +160,7 @@ pub fn copy_open(
     source: &File,
     to: BorrowedFd<'_>,
     to_name: &OsStr,
-    stop: Stop<'_>,
+    stop: ShouldStop<'_>,
 ) -> io::Result<()> {
     let stat = confined::fstat(source.as_fd())?;
     match stat.kind() {
@@ -184,7 +184,7 @@ fn copy_tree(
     mode: u32,
     to: BorrowedFd<'_>,
     to_name: &OsStr,
-    stop: Stop<'_>,
+    stop: ShouldStop<'_>,
 ) -> io::Result<()> {
     mkdirat(to, to_name, Mode::from_bits_truncate(0o700))?;
     let target = confined::open_subdir(to, to_name)?;
@@ -271,7 +271,7 @@ fn copy_file(
     mode: u32,
     to: BorrowedFd<'_>,
     to_name: &OsStr,
-    stop: Stop<'_>,
+    stop: ShouldStop<'_>,
 ) -> io::Result<()> {
     let flags =
         OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;

@@ -82,7 +82,7 @@ fn default_max_results() -> usize {
 
 /// Where to look: a walk root and the globs (relative to it) that select files; no globs
 /// selects every file.
-struct Scope {
+struct SearchRoot {
     root: ResolvedPath,
     globs: Vec<String>,
 }
@@ -145,8 +145,8 @@ pub fn grep_files(ctx: &Ctx, args: GrepArgs) -> Result<Output, ToolError> {
 /// Splits the request into walk scopes. Relative globs hang off `directory`, or off the
 /// project directory when there is none; absolute globs stand alone. An absolute glob whose
 /// base is outside the allowed set is skipped and counted, not fatal.
-fn scopes(ctx: &Ctx, args: &GrepArgs) -> Result<(Vec<Scope>, usize), ToolError> {
-    let mut scopes: Vec<Scope> = Vec::new();
+fn scopes(ctx: &Ctx, args: &GrepArgs) -> Result<(Vec<SearchRoot>, usize), ToolError> {
+    let mut scopes: Vec<SearchRoot> = Vec::new();
     let mut skipped = 0;
     let relative: Vec<String> = args
         .globs
@@ -159,19 +159,19 @@ fn scopes(ctx: &Ctx, args: &GrepArgs) -> Result<(Vec<Scope>, usize), ToolError> 
             let dir = resolve_dir(ctx, dir, "search")?;
             // With only absolute globs, `directory` adds nothing of its own.
             if args.globs.is_empty() || !relative.is_empty() {
-                scopes.push(Scope { root: dir, globs: relative });
+                scopes.push(SearchRoot { root: dir, globs: relative });
             }
         }
         None if !relative.is_empty() => {
             let dir = resolve_dir(ctx, ".", "search")?;
-            scopes.push(Scope { root: dir, globs: relative });
+            scopes.push(SearchRoot { root: dir, globs: relative });
         }
         None => {}
     }
     for glob in args.globs.iter().filter(|g| g.starts_with('/')) {
         let (base, rest) = glob::split_glob(glob);
         match resolve_dir(ctx, &base.to_string_lossy(), "search") {
-            Ok(dir) => scopes.push(Scope { root: dir, globs: vec![rest] }),
+            Ok(dir) => scopes.push(SearchRoot { root: dir, globs: vec![rest] }),
             Err(ToolError::NotAllowed(_) | ToolError::InvalidPath(_)) => skipped += 1,
             Err(ToolError::NotFound { .. }) => {}
             Err(e) => return Err(e),
@@ -218,7 +218,7 @@ struct Limits {
     mode: OutputMode,
 }
 
-struct Found {
+struct Findings {
     /// Per file, in path order, only files with hits.
     files: Vec<FileHits>,
     truncated: bool,
@@ -231,7 +231,7 @@ struct Found {
 /// Keeps the first hits that fit the reply's bound, counted as they will be written: each
 /// line (or file) is in the reply twice, in the text and in the structured content. What is cut
 /// is cut as `maxResults` cuts: whole matching lines, in path order, with their context before.
-fn fit_to_budget(found: &mut Found, mode: OutputMode, mut budget: Budget) {
+fn fit_to_budget(found: &mut Findings, mode: OutputMode, mut budget: Budget) {
     for i in 0..found.files.len() {
         let file = &found.files[i];
         let path = escaped_text_len(file.path.as_bytes());
@@ -262,11 +262,11 @@ fn fit_to_budget(found: &mut Found, mode: OutputMode, mut budget: Budget) {
 /// Symlinks are never followed, so nothing outside the allowed set is opened.
 fn search(
     regex: &Matchers<'_>,
-    scopes: &[Scope],
+    scopes: &[SearchRoot],
     options: &WalkOptions<'_>,
     tally: &Tally<'_>,
     limits: &Limits,
-) -> Result<Found, ToolError> {
+) -> Result<Findings, ToolError> {
     let Limits { cap, mode, .. } = *limits;
     let kept = Mutex::new(Kept { cap, mode, files: BTreeMap::new(), total: 0, truncated: false });
     // Scopes can overlap only when there are several of them.
@@ -336,7 +336,7 @@ fn search(
             break;
         }
     }
-    Ok(Found { files, truncated, over_budget: false, too_long })
+    Ok(Findings { files, truncated, over_budget: false, too_long })
 }
 
 fn lock(kept: &Mutex<Kept>) -> std::sync::MutexGuard<'_, Kept> {
@@ -428,7 +428,7 @@ fn cut(mut hits: FileHits, keep: usize) -> FileHits {
 
 fn search_file(
     regex: &Matchers<'_>,
-    scope: &Scope,
+    scope: &SearchRoot,
     entry: &walk::Entry,
     buf: &mut Vec<u8>,
     limits: &Limits,
@@ -612,7 +612,7 @@ fn push_shown_line(out: &mut String, line: &str) {
 
 /// The contract's grep -C format: `path:N:text` for matches, `path-N-text` for context, and
 /// `--` between groups (with context only), then `[N matches]`.
-fn render(found: &Found, cap: usize, with_context: bool, skipped: usize) -> String {
+fn render(found: &Findings, cap: usize, with_context: bool, skipped: usize) -> String {
     let n: usize = found.files.iter().map(|f| f.n).sum();
     let mut out = String::new();
     if found.over_budget {
@@ -716,7 +716,7 @@ fn write_line(data: &mut JsonObject, path: &str, number: usize, text: &str) {
 
 /// Content mode's `structuredContent` fields: the text's match lines as `matches`, its context
 /// lines (with `contextLines` only) as `context`, and the footer's count as `totalMatches`.
-fn content_data(data: &mut JsonObject, found: &Found, with_context: bool) {
+fn content_data(data: &mut JsonObject, found: &Findings, with_context: bool) {
     let lines = |matched: bool| {
         found.files.iter().flat_map(move |file| {
             file.lines.iter().filter(move |hit| hit.matched == matched).map(move |hit| (file, hit))
@@ -737,7 +737,7 @@ fn content_data(data: &mut JsonObject, found: &Found, with_context: bool) {
 }
 
 /// The per-file modes' `structuredContent` fields: `files`, or `counts` and `totalMatches`.
-fn per_file_data(data: &mut JsonObject, found: &Found, mode: OutputMode) {
+fn per_file_data(data: &mut JsonObject, found: &Findings, mode: OutputMode) {
     if mode == OutputMode::FilesWithMatches {
         data.field("files");
         data.array(&found.files, |data, f| {
@@ -755,7 +755,7 @@ fn per_file_data(data: &mut JsonObject, found: &Found, mode: OutputMode) {
 
 /// files_with_matches: one path per line; count: `path:N` per file. `[N files]` or
 /// `[N matches in M files]` closes the list.
-fn render_per_file(found: &Found, mode: OutputMode, cap: usize, skipped: usize) -> String {
+fn render_per_file(found: &Findings, mode: OutputMode, cap: usize, skipped: usize) -> String {
     let mut out = String::new();
     let n_files = found.files.len();
     if found.over_budget {

@@ -22,18 +22,18 @@ pub struct Limit<'w> {
 /// What a filtered walk found.
 pub struct Filtered {
     /// The first of the accepted entries (see [`Limit`]), depth-first with siblings by name.
-    pub entries: Vec<Found>,
+    pub entries: Vec<Accepted>,
     /// Every entry accepted, kept or not.
     pub total: u64,
     pub summary: Summary,
 }
 
 /// An entry a filter accepted: its path below the root, in one allocation of its own size.
-pub struct Found {
+pub struct Accepted {
     rel: Box<Path>,
 }
 
-impl Found {
+impl Accepted {
     /// Relative to the walk's root.
     pub fn rel(&self) -> &Path {
         &self.rel
@@ -57,14 +57,14 @@ where
     A: Fn(&Entry) -> bool + Sync,
 {
     let total = AtomicU64::new(0);
-    let held: Mutex<Vec<Found>> = Mutex::new(Vec::new());
+    let held: Mutex<Vec<Accepted>> = Mutex::new(Vec::new());
     let summary = visit(root, options, || {
         let mut firsts = Firsts { found: Vec::new(), weight: 0, limit, sink: &held };
         let (accept, total) = (&accept, &total);
         move |entry: Entry| {
             if accept(&entry) {
                 total.fetch_add(1, AtomicOrdering::Relaxed);
-                firsts.push(Found { rel: entry.rel().into() });
+                firsts.push(Accepted { rel: entry.rel().into() });
             }
         }
     })?;
@@ -75,15 +75,15 @@ where
 
 /// A walker thread's accepted entries, handed over when its visitor is dropped.
 struct Firsts<'l, 'w> {
-    found: Vec<Found>,
+    found: Vec<Accepted>,
     /// The weight of `found`.
     weight: usize,
     limit: &'l Limit<'w>,
-    sink: &'l Mutex<Vec<Found>>,
+    sink: &'l Mutex<Vec<Accepted>>,
 }
 
 impl Firsts<'_, '_> {
-    fn push(&mut self, found: Found) {
+    fn push(&mut self, found: Accepted) {
         self.weight = self.weight.saturating_add((self.limit.weigh)(found.rel()));
         self.found.push(found);
         if self.found.len() / 2 > self.limit.count || self.weight / 2 > self.limit.weight {
@@ -100,7 +100,7 @@ impl Drop for Firsts<'_, '_> {
 }
 
 /// Sorts `found` and keeps the first `limit` allows; gives their weight.
-fn keep_firsts(found: &mut Vec<Found>, limit: &Limit<'_>) -> usize {
+fn keep_firsts(found: &mut Vec<Accepted>, limit: &Limit<'_>) -> usize {
     found.sort_unstable_by(|a, b| path_order(a.rel(), b.rel()));
     let mut weight = 0usize;
     let mut keep = 0;

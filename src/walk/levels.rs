@@ -104,20 +104,20 @@ pub struct Offer<'a> {
 }
 
 /// What `take` could take at most: entries, and bytes where each entry weighs at least
-/// `Room::weight` (its name three times, as a reply shows a name in its text and its
+/// `Capacity::weight` (its name three times, as a reply shows a name in its text and its
 /// structured form, plus `ENTRY_BYTES`).
 #[derive(Clone, Copy, Debug)]
-pub struct Room {
+pub struct Capacity {
     pub entries: usize,
     pub bytes: usize,
 }
 
-impl Room {
+impl Capacity {
     /// The least an entry named `name` can cost its caller.
     pub const ENTRY_BYTES: usize = 48;
 
     pub fn weight(name: &[u8]) -> usize {
-        3 * name.len() + Room::ENTRY_BYTES
+        3 * name.len() + Capacity::ENTRY_BYTES
     }
 }
 
@@ -128,7 +128,7 @@ impl Room {
 pub fn breadth_first(
     root: &ResolvedPath,
     options: &WalkOptions<'_>,
-    room: Room,
+    room: Capacity,
     mut take: impl FnMut(&Offer<'_>) -> bool,
 ) -> io::Result<Levels> {
     let handle = root.open_dir()?;
@@ -166,8 +166,8 @@ pub fn breadth_first(
         };
         let path = root.real.join(&rel);
         let rules = parent_rules.map(|parent| Ignores::for_dir(&dir, &path, parent));
-        let used = 3 * levels.names_len() + Room::ENTRY_BYTES * levels.nodes.len();
-        let left = Room {
+        let used = 3 * levels.names_len() + Capacity::ENTRY_BYTES * levels.nodes.len();
+        let left = Capacity {
             entries: room.entries.saturating_sub(levels.nodes.len()),
             bytes: room.bytes.saturating_sub(used),
         };
@@ -290,7 +290,7 @@ impl<'s> Walk<'_, 's> {
     }
 
     /// Reads the directory open as `dir`, at `path`, whose `.gitignore` rules are `rules`.
-    fn read(&self, dir: &OwnedFd, path: &Path, rules: Option<&Ignores>, room: Room) -> Read {
+    fn read(&self, dir: &OwnedFd, path: &Path, rules: Option<&Ignores>, room: Capacity) -> Read {
         let admission = self.admission(path, rules);
         // Only the first names that fit the room can be offered: a huge directory, or one of
         // long names, is not held whole.
@@ -315,7 +315,7 @@ impl<'s> Walk<'_, 's> {
 /// A directory's first names (byte order: a name has no `/`, so this is `path_order`) as many
 /// as `room` could take, and one more, to know that more exist.
 struct ByName {
-    room: Room,
+    room: Capacity,
 }
 
 impl ByName {
@@ -337,7 +337,7 @@ impl first::Room for ByName {
     }
 
     fn cost(&self, _: &Kind, name: &[u8]) -> usize {
-        Room::weight(name)
+        Capacity::weight(name)
     }
 
     fn fits(&self, taken: usize, used: usize, _: usize) -> bool {
@@ -349,7 +349,7 @@ impl first::Room for ByName {
     }
 
     fn most_held(&self) -> (usize, usize) {
-        let entries = self.keep().saturating_mul(2).min(self.most() / Room::ENTRY_BYTES);
+        let entries = self.keep().saturating_mul(2).min(self.most() / Capacity::ENTRY_BYTES);
         (entries + 1, self.most() / 3 + 1024)
     }
 }

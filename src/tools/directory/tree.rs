@@ -234,12 +234,12 @@ impl Keep {
         }
     }
 
-    /// The most that could be shown: every entry costs at least `Room::weight` of its name
+    /// The most that could be shown: every entry costs at least `Capacity::weight` of its name
     /// (`cost` is never less).
-    fn most(&self) -> levels::Room {
+    fn most(&self) -> levels::Capacity {
         let bytes = if self.no_room { 0 } else { self.budget.left() };
-        let fit = bytes / levels::Room::ENTRY_BYTES;
-        levels::Room { entries: self.max_entries.map_or(fit, |max| max.min(fit)), bytes }
+        let fit = bytes / levels::Capacity::ENTRY_BYTES;
+        levels::Capacity { entries: self.max_entries.map_or(fit, |max| max.min(fit)), bytes }
     }
 
     fn take(&mut self, offer: &levels::Offer<'_>) -> bool {
