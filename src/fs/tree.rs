@@ -51,24 +51,37 @@ pub fn stopped() -> io::Error {
 /// everything in it, never through a symlink. Once `stop` says so it returns [`stopped`], and
 /// what was removed stays removed, as with an interrupted `rm -r`.
 pub fn remove_at(dir: BorrowedFd<'_>, name: &OsStr, stop: ShouldStop<'_>) -> io::Result<()> {
-    remove(dir, name, stop, false)
+    remove(dir, name, stop, Origin::Found)
 }
 
 /// [`remove_at`] for a tree this process made itself (a copy cut short), whose directories may
 /// already have the read-only modes of their source: each is made writable before it is
 /// emptied.
 pub fn discard_at(dir: BorrowedFd<'_>, name: &OsStr) -> io::Result<()> {
-    remove(dir, name, &never, true)
+    remove(dir, name, &never, Origin::OwnCopy)
 }
 
-fn remove(dir: BorrowedFd<'_>, name: &OsStr, stop: ShouldStop<'_>, own: bool) -> io::Result<()> {
+/// Whose tree a removal empties: one found as it is, or this process's own copy, whose
+/// directories are made writable before they are emptied.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Origin {
+    Found,
+    OwnCopy,
+}
+
+fn remove(
+    dir: BorrowedFd<'_>,
+    name: &OsStr,
+    stop: ShouldStop<'_>,
+    origin: Origin,
+) -> io::Result<()> {
     match unlinkat(dir, name, UnlinkatFlags::NoRemoveDir) {
         Ok(()) => return Ok(()),
         Err(e) if names_a_directory(dir, name, e) => {}
         Err(e) => return Err(e.into()),
     }
     let top = confined::open_subdir(dir, name)?;
-    let first = empty_out(top.as_fd(), own, stop)?;
+    let first = empty_out(top.as_fd(), origin, stop)?;
     let mut descent = Descent::new(top, LIMITS)?;
     // Per level, from the top down: the subdirectories still to remove.
     let mut todo: Vec<Vec<OsString>> = vec![first];
@@ -87,7 +100,7 @@ fn remove(dir: BorrowedFd<'_>, name: &OsStr, stop: ShouldStop<'_>, own: bool) ->
                 }
                 Err(e) => return Err(e),
             };
-            let more = empty_out(fd.as_fd(), own, stop)?;
+            let more = empty_out(fd.as_fd(), origin, stop)?;
             descent.enter(&sub, fd)?;
             todo.push(more);
             continue;
@@ -104,10 +117,14 @@ fn remove(dir: BorrowedFd<'_>, name: &OsStr, stop: ShouldStop<'_>, own: bool) ->
 }
 
 /// Removes every entry of the open directory `dir` but its subdirectories, and returns their
-/// names. With `own`, makes the directory writable first. `stop` is asked every
+/// names. For `Origin::OwnCopy`, makes the directory writable first. `stop` is asked every
 /// `STEP_ENTRIES` entries: a directory of a million files is many steps.
-fn empty_out(dir: BorrowedFd<'_>, own: bool, stop: ShouldStop<'_>) -> io::Result<Vec<OsString>> {
-    if own {
+fn empty_out(
+    dir: BorrowedFd<'_>,
+    origin: Origin,
+    stop: ShouldStop<'_>,
+) -> io::Result<Vec<OsString>> {
+    if origin == Origin::OwnCopy {
         // Best effort: should it fail, the removals below say why.
         let _ = fchmod(dir, Mode::from_bits_truncate(0o700));
     }
