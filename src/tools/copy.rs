@@ -53,7 +53,7 @@ pub fn copy_file(ctx: &Ctx, args: CopyFileArgs) -> Result<Output, ToolError> {
         };
         return Err(ToolError::invalid_params("destination", detail));
     }
-    let to = match destination.slot(true) {
+    let to = match destination.slot_making_parents() {
         Ok(slot) => slot,
         // An allowed directory itself, which has no parent beneath its root: it exists.
         Err(e) if e.raw_os_error() == Some(Errno::EISDIR as i32) => {

@@ -233,7 +233,7 @@ fn edit_one(
         return unified_diff(shown, &original, &edited, &stop, budget);
     }
     if edited != original {
-        let slot = file.slot(false).map_err(|e| ToolError::io("write", shown, e))?;
+        let slot = file.slot().map_err(|e| ToolError::io("write", shown, e))?;
         atomic_write(&slot, edited.as_bytes(), ctx.write_turn, one_file)
             .map_err(|e| ToolError::io("write", shown, e))?;
     }

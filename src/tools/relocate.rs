@@ -23,7 +23,7 @@ pub fn move_file(ctx: &Ctx, args: MoveFileArgs) -> Result<Output, ToolError> {
     let source = ctx.policy.resolve_remove(&args.source)?;
     let destination = ctx.policy.resolve_write(&args.destination)?;
     let failed = |e| ToolError::io("move", &source.shown, e);
-    let from = source.slot(false).map_err(failed)?;
+    let from = source.slot().map_err(failed)?;
     if from.stat().map_err(failed)?.is_none() {
         return Err(failed(io::Error::from(io::ErrorKind::NotFound)));
     }
@@ -32,7 +32,7 @@ pub fn move_file(ctx: &Ctx, args: MoveFileArgs) -> Result<Output, ToolError> {
         return Err(ToolError::invalid_params("destination", detail));
     }
     let to = destination
-        .slot(true)
+        .slot_making_parents()
         .map_err(|e| ToolError::io("create parent directories", &destination.shown, e))?;
     if to.stat().map_err(|e| ToolError::io("move", &destination.shown, e))?.is_some() {
         return Err(ToolError::AlreadyExists { path: destination.shown });
