@@ -67,13 +67,7 @@ fn default_max() -> usize {
 pub fn search_files(ctx: &Ctx, args: SearchFilesArgs) -> Result<Output, ToolError> {
     let dir = resolve_dir(ctx, &args.directory, "search")?;
     let tally = Tally::new(ctx.progress, walked);
-    let options = WalkOptions {
-        respect_gitignore: args.respect_gitignore,
-        exclude: Exclude::new(&args.exclude_globs)?,
-        cancel: Some(ctx.cancel),
-        tally: Some(&tally),
-        ..WalkOptions::default()
-    };
+    let options = walk_options(ctx, &tally, args.respect_gitignore, &args.exclude_globs)?;
     let needle = args.name_contains.to_lowercase();
     let ascii = needle.is_ascii();
     let accept = |entry: &walk::Entry| {
@@ -179,6 +173,23 @@ fn total_usize(total: u64) -> usize {
     usize::try_from(total).unwrap_or(usize::MAX)
 }
 
+/// How both searches walk: every level, with the call's excludes, gitignore choice, cancel and
+/// progress.
+fn walk_options<'a>(
+    ctx: &Ctx<'a>,
+    tally: &'a Tally<'a>,
+    respect_gitignore: bool,
+    exclude_globs: &[String],
+) -> Result<WalkOptions<'a>, ToolError> {
+    Ok(WalkOptions {
+        respect_gitignore,
+        exclude: Exclude::new(exclude_globs)?,
+        cancel: Some(ctx.cancel),
+        tally: Some(tally),
+        ..WalkOptions::default()
+    })
+}
+
 fn contains_ascii_case_insensitive(haystack: &[u8], needle: &[u8]) -> bool {
     needle.is_empty() || haystack.windows(needle.len()).any(|w| w.eq_ignore_ascii_case(needle))
 }
@@ -191,13 +202,7 @@ pub fn glob_search(ctx: &Ctx, args: GlobSearchArgs) -> Result<Output, ToolError>
         args.globs.iter().map(|g| g.trim_start_matches("./").to_string()).collect();
     let set = glob::glob_set("globs", &globs)?;
     let tally = Tally::new(ctx.progress, walked);
-    let options = WalkOptions {
-        respect_gitignore: args.respect_gitignore,
-        exclude: Exclude::new(&args.exclude_globs)?,
-        cancel: Some(ctx.cancel),
-        tally: Some(&tally),
-        ..WalkOptions::default()
-    };
+    let options = walk_options(ctx, &tally, args.respect_gitignore, &args.exclude_globs)?;
     let accept = |entry: &walk::Entry| entry.kind == Kind::File && set.is_match(entry.rel());
     let weigh = |rel: &Path| hit_weight(&dir.shown, rel);
     let count = if args.max == 0 { usize::MAX } else { args.max };
