@@ -610,20 +610,27 @@ fn push_shown_line(out: &mut String, line: &str) {
     }
 }
 
+/// The line that heads a cut result, or nothing: cut by the reply's bound (`shown` of the
+/// `unit` fit; `also` ends the advice) or by maxResults (`cap`).
+fn truncation_header(found: &Findings, unit: &str, shown: usize, cap: usize, also: &str) -> String {
+    if found.over_budget {
+        format!(
+            "[results truncated: showing the first {shown} {unit}, as many as fit the reply's {REPLY_NAME} bound; narrow the regex, directory or globs{also}]\n"
+        )
+    } else if found.truncated {
+        format!(
+            "[results truncated: showing the first {cap} {unit}; narrow the regex, directory or globs, or raise maxResults (max 10000)]\n"
+        )
+    } else {
+        String::new()
+    }
+}
+
 /// The contract's grep -C format: `path:N:text` for matches, `path-N-text` for context, and
 /// `--` between groups (with context only), then `[N matches]`.
 fn render(found: &Findings, cap: usize, with_context: bool, skipped: usize) -> String {
     let n: usize = found.files.iter().map(|f| f.n).sum();
-    let mut out = String::new();
-    if found.over_budget {
-        out.push_str(&format!(
-            "[results truncated: showing the first {n} matching lines, as many as fit the reply's {REPLY_NAME} bound; narrow the regex, directory or globs, or lower contextLines]\n"
-        ));
-    } else if found.truncated {
-        out.push_str(&format!(
-            "[results truncated: showing the first {cap} matching lines; narrow the regex, directory or globs, or raise maxResults (max 10000)]\n"
-        ));
-    }
+    let mut out = truncation_header(found, "matching lines", n, cap, ", or lower contextLines");
     for (i, file) in found.files.iter().enumerate() {
         if i > 0 && with_context {
             out.push_str("--\n");
@@ -756,17 +763,8 @@ fn per_file_data(data: &mut JsonObject, found: &Findings, mode: OutputMode) {
 /// files_with_matches: one path per line; count: `path:N` per file. `[N files]` or
 /// `[N matches in M files]` closes the list.
 fn render_per_file(found: &Findings, mode: OutputMode, cap: usize, skipped: usize) -> String {
-    let mut out = String::new();
     let n_files = found.files.len();
-    if found.over_budget {
-        out.push_str(&format!(
-            "[results truncated: showing the first {n_files} files, as many as fit the reply's {REPLY_NAME} bound; narrow the regex, directory or globs]\n"
-        ));
-    } else if found.truncated {
-        out.push_str(&format!(
-            "[results truncated: showing the first {cap} files; narrow the regex, directory or globs, or raise maxResults (max 10000)]\n"
-        ));
-    }
+    let mut out = truncation_header(found, "files", n_files, cap, "");
     let n_matches: usize = found.files.iter().map(|f| f.n).sum();
     for file in &found.files {
         out.push_str(&file.path);
