@@ -18,7 +18,7 @@ use std::io::{self, Read};
 
 use memchr::{memchr, memchr_iter, memrchr_iter};
 
-use crate::reply_size::escaped_text_len;
+use crate::reply_size::{escaped_text_len, Cap};
 
 #[cfg(test)]
 mod tests;
@@ -40,25 +40,6 @@ pub struct Limits {
     pub json_cap: usize,
     /// A file of at most this many bytes has all its lines counted.
     pub count_up_to: u64,
-}
-
-/// The cap a page was cut at, or that one line alone passes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Cap {
-    /// `Limits::cap`, in bytes.
-    Bytes(usize),
-    /// `Limits::json_cap`, in JSON-escaped bytes.
-    Json(usize),
-}
-
-impl Cap {
-    /// How the note and the errors name it: `16 MiB`, or `24 MiB JSON`.
-    pub fn name(self) -> String {
-        match self {
-            Cap::Bytes(n) => size_name(n),
-            Cap::Json(n) => format!("{} JSON", size_name(n)),
-        }
-    }
 }
 
 /// A page's size so far, raw and JSON-escaped.
@@ -508,16 +489,6 @@ impl Page {
             Total::AtLeast(_) => Some(next),
             Total::Unknown => None,
         }
-    }
-}
-
-/// `16 MiB` for a whole number of MiB, else bytes.
-pub fn size_name(bytes: usize) -> String {
-    const MIB: usize = 1024 * 1024;
-    if bytes >= MIB && bytes % MIB == 0 {
-        format!("{} MiB", bytes / MIB)
-    } else {
-        format!("{bytes} bytes")
     }
 }
 
