@@ -5,6 +5,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use crate::policy::{Denied, DenyReason};
+use crate::reply_size::{size_name, Cap};
 
 #[cfg(test)]
 mod tests;
@@ -48,13 +49,12 @@ pub enum ToolError {
     Binary {
         path: PathBuf,
     },
-    /// A partial read's line longer than what a page may hold: `limit` names the bound (`16 MiB`),
-    /// in raw bytes, or with `json` in JSON-escaped bytes. `line` is `None` for the last line.
+    /// A partial read's line longer than what a page may hold: `cap` is the bound, in raw or
+    /// JSON-escaped bytes. `line` is `None` for the last line.
     LineTooLong {
         path: PathBuf,
         line: Option<u64>,
-        limit: String,
-        json: bool,
+        cap: Cap,
     },
     /// A file with other names (hard links), which changing in place would change too.
     HardLinked {
@@ -216,23 +216,7 @@ impl fmt::Display for ToolError {
             ToolError::NotRegularFile { path } => {
                 write!(f, "not a regular file: {} is a device, FIFO or socket", path.display())
             }
-            // The five below keep the words of the I/O errors they were.
-            ToolError::LineTooLong { path, line, limit, json } => {
-                write!(f, "read failed: {}: ", path.display())?;
-                match line {
-                    Some(n) => write!(f, "line {n}")?,
-                    None => f.write_str("the last line")?,
-                }
-                if *json {
-                    write!(
-                        f,
-                        " alone takes more than the {limit} of JSON a reply may hold (control \
-                         characters take 6 bytes each once escaped)"
-                    )
-                } else {
-                    write!(f, " alone is longer than the {limit} a partial read returns")
-                }
-            }
+            ToolError::LineTooLong { path, line, cap } => line_too_long(f, path, *line, *cap),
             ToolError::Binary { path } => write!(
                 f,
                 "edit failed: {}: not UTF-8 text; binary files cannot be edited",
@@ -284,6 +268,31 @@ impl fmt::Display for ToolError {
             ToolError::BrokenSchema { tool, detail } => {
                 write!(f, "internal error: the input schema of {tool} does not compile: {detail}")
             }
+        }
+    }
+}
+
+/// LineTooLong's message: which line, and the bound it crossed in the bytes that bound counts.
+fn line_too_long(
+    f: &mut fmt::Formatter<'_>,
+    path: &Path,
+    line: Option<u64>,
+    cap: Cap,
+) -> fmt::Result {
+    write!(f, "read failed: {}: ", path.display())?;
+    match line {
+        Some(n) => write!(f, "line {n}")?,
+        None => f.write_str("the last line")?,
+    }
+    match cap {
+        Cap::Json(n) => write!(
+            f,
+            " alone takes more than the {} of JSON a reply may hold (control \
+                 characters take 6 bytes each once escaped)",
+            size_name(n)
+        ),
+        Cap::Bytes(n) => {
+            write!(f, " alone is longer than the {} a partial read returns", size_name(n))
         }
     }
 }

@@ -38,7 +38,7 @@ pub use start::main;
 /// translation.
 pub mod fuzz {
     pub mod js_regex {
-        pub use crate::js_regex::{translate, FastRegex, JsRegex};
+        pub use crate::js_regex::{fast::FastRegex, translate, JsRegex};
     }
     pub mod policy {
         pub use crate::policy::{Access, AllowedRoot, Denied, DenyReason, Policy, ResolvedPath};

@@ -115,7 +115,15 @@ impl fmt::Display for Denied {
     }
 }
 
-/// A path that passed the policy. Tools reach it only through its methods (in [`confined`]),
+/// What a resolution does with a symlink as the path's last component: follow it (reads,
+/// writes), or keep it, so that the link itself is what is named (removals, moves).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum LastLink {
+    Follow,
+    Keep,
+}
+
+/// A path that passed the policy. Tools reach it only through its methods (in `policy::confined`),
 /// which open it beneath `root`'s handle.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ResolvedPath {
@@ -172,7 +180,7 @@ impl Policy {
 
     /// A path to read, list or search: any allowed root will do.
     pub fn resolve_read(&self, raw: &str) -> Result<ResolvedPath, Denied> {
-        let (shown, real) = self.resolve(raw, true)?;
+        let (shown, real) = self.resolve(raw, LastLink::Follow)?;
         self.contain(shown, real)
     }
 
@@ -186,11 +194,11 @@ impl Policy {
     /// symlink names the link itself; the link must still point inside the allowed set. Roots,
     /// and directories that hold a root (a read-only one above all), are refused.
     pub fn resolve_remove(&self, raw: &str) -> Result<ResolvedPath, Denied> {
-        let (shown, real) = self.resolve(raw, false)?;
+        let (shown, real) = self.resolve(raw, LastLink::Keep)?;
         let resolved = self.require_write(self.contain(shown.clone(), real)?)?;
         // Where a link points matters even though only the link is touched: a link to the
         // outside is refused by every tool, so that no tool treats it as usable.
-        let (_, target) = self.resolve(raw, true)?;
+        let (_, target) = self.resolve(raw, LastLink::Follow)?;
         if target != resolved.real {
             self.contain(shown.clone(), target)?;
         }
@@ -235,7 +243,7 @@ impl Policy {
     }
 
     fn contain(&self, shown: PathBuf, real: PathBuf) -> Result<ResolvedPath, Denied> {
-        match self.most_specific_root(&real) {
+        match deepest_root(&self.roots, &real) {
             Some(i) => {
                 let (access, root) = (self.roots[i].access, Arc::clone(&self.handles[i]));
                 Ok(ResolvedPath { access, real, shown, root })
@@ -244,14 +252,8 @@ impl Policy {
         }
     }
 
-    /// The index of the deepest root holding `path`: a read-only folder inside a read-write
-    /// root stays read-only, and a read-write folder inside a read-only root is writable.
-    fn most_specific_root(&self, path: &Path) -> Option<usize> {
-        deepest_root(&self.roots, path)
-    }
-
     /// Returns `(shown, real)`.
-    fn resolve(&self, raw: &str, follow_last: bool) -> Result<(PathBuf, PathBuf), Denied> {
+    fn resolve(&self, raw: &str, last: LastLink) -> Result<(PathBuf, PathBuf), Denied> {
         let invalid =
             |detail| Denied { path: PathBuf::from(raw), reason: DenyReason::Invalid { detail } };
         if raw.is_empty() {
@@ -273,6 +275,7 @@ impl Policy {
             });
         }
         let stays = |path: &Path| self.holds_or_leads_to_a_root(path);
+        let follow_last = last == LastLink::Follow;
         let real = resolve_physically(&absolute, follow_last, &stays).map_err(|e| {
             // A resolution that failed outside (a symlink loop there, an unreadable link of
             // another user's process in /proc) is refused as any outside path is: its failure

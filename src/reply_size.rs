@@ -304,3 +304,32 @@ pub fn json_len(value: &Value) -> usize {
 
 #[cfg(test)]
 mod tests;
+
+/// The cap a page was cut at, or that one line alone passes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cap {
+    /// A page's cap in bytes (read_file's `Limits::cap`).
+    Bytes(usize),
+    /// A page's cap in JSON-escaped bytes (read_file's `Limits::json_cap`).
+    Json(usize),
+}
+
+impl Cap {
+    /// How the note and the errors name it: `16 MiB`, or `24 MiB JSON`.
+    pub fn name(self) -> String {
+        match self {
+            Cap::Bytes(n) => size_name(n),
+            Cap::Json(n) => format!("{} JSON", size_name(n)),
+        }
+    }
+}
+
+/// `16 MiB` for a whole number of MiB, else bytes.
+pub fn size_name(bytes: usize) -> String {
+    const MIB: usize = 1024 * 1024;
+    if bytes >= MIB && bytes % MIB == 0 {
+        format!("{} MiB", bytes / MIB)
+    } else {
+        format!("{bytes} bytes")
+    }
+}

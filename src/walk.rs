@@ -16,29 +16,33 @@
 //! ([`Summary`]): no tool argument can name it (the policy refuses longer paths), and a tree
 //! 20,000 levels deep would otherwise cost its depth squared in path bytes (400 MB).
 
+pub mod filter;
+pub mod first;
+mod gitignore;
+pub mod glob;
+pub mod levels;
+mod peek;
+
+#[cfg(test)]
+mod tests;
+
 use std::cmp::Ordering;
 use std::ffi::OsString;
 use std::fs::File;
-use std::io::{self, Read};
+use std::io;
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
 use std::sync::{Arc, Condvar, Mutex};
 
-use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
-use ignore::gitignore::{Gitignore, GitignoreBuilder};
-
-use crate::error::ToolError;
 use crate::fs::atomic::TEMP_PREFIX;
 use crate::policy::confined::{self, Kind};
 use crate::policy::{ResolvedPath, MAX_PATH_BYTES};
 use crate::progress::{Cancel, Tally};
 
-/// What a walked entry is, without following symlinks: the one type for an entry's kind,
-/// `policy::confined::Kind`. The walk reports a device, FIFO or socket as `File`, never
-/// `Other`, so the searches list them with the files.
-pub use crate::policy::confined::Kind as EntryKind;
+use gitignore::Ignores;
+use glob::Exclude;
 
 /// One entry below the walk's root.
 #[derive(Debug)]
@@ -48,7 +52,9 @@ pub struct Entry {
     path: PathBuf,
     /// Where `rel` starts in `path`.
     rel_start: usize,
-    pub kind: EntryKind,
+    /// What the entry is, without following symlinks. The walk reports a device, FIFO or
+    /// socket as `File`, never `Other`, so the searches list them with the files.
+    pub kind: Kind,
     /// The directory holding the entry, while the walk runs: what [`Entry::open`] opens it in.
     /// Collected entries drop it, so a big tree does not hold a handle per directory.
     dir: Option<Arc<OwnedFd>>,
@@ -131,114 +137,6 @@ pub fn entries(
     }
     all.sort_unstable_by(|a, b| path_order(a.rel(), b.rel()));
     Ok((all, summary))
-}
-
-/// How much of what a filter accepts [`filtered`] keeps: the first entries in path order, at
-/// most `count` of them, and no more than fit in `weight` as `weigh` counts each one.
-pub struct Limit<'w> {
-    pub count: usize,
-    pub weight: usize,
-    /// An entry's weight from its path below the root. It must never count more than the
-    /// caller's own cut does, so that no entry the caller would keep is dropped.
-    pub weigh: &'w (dyn Fn(&Path) -> usize + Sync),
-}
-
-/// What a filtered walk found.
-pub struct Filtered {
-    /// The first of the accepted entries (see [`Limit`]), depth-first with siblings by name.
-    pub entries: Vec<Found>,
-    /// Every entry accepted, kept or not.
-    pub total: u64,
-    pub summary: Summary,
-}
-
-/// An entry a filter accepted: its path below the root, in one allocation of its own size.
-pub struct Found {
-    rel: Box<Path>,
-}
-
-impl Found {
-    /// Relative to the walk's root.
-    pub fn rel(&self) -> &Path {
-        &self.rel
-    }
-}
-
-/// The entries below `root` that `accept` takes, sorted depth-first with siblings by name, as
-/// [`entries`] would give them, but holding only what `limit` lets through: the filter runs as
-/// the walk finds each entry, and each walker thread, once it holds twice what `limit` allows,
-/// sorts what it holds and drops all but the first. That drops nothing a caller cutting at
-/// `limit` would keep: an entry among the first overall is among the first of its own thread.
-/// So a search holds what it reports, not the tree (the million-file tree's 1,000 matches:
-/// 4 MB instead of 170 MB).
-pub fn filtered<A>(
-    root: &ResolvedPath,
-    options: &WalkOptions<'_>,
-    limit: &Limit<'_>,
-    accept: A,
-) -> io::Result<Filtered>
-where
-    A: Fn(&Entry) -> bool + Sync,
-{
-    let total = AtomicU64::new(0);
-    let held: Mutex<Vec<Found>> = Mutex::new(Vec::new());
-    let summary = visit(root, options, || {
-        let mut firsts = Firsts { found: Vec::new(), weight: 0, limit, sink: &held };
-        let (accept, total) = (&accept, &total);
-        move |entry: Entry| {
-            if accept(&entry) {
-                total.fetch_add(1, AtomicOrdering::Relaxed);
-                firsts.push(Found { rel: entry.rel().into() });
-            }
-        }
-    })?;
-    let mut entries = held.into_inner().unwrap_or_else(|e| e.into_inner());
-    keep_firsts(&mut entries, limit);
-    Ok(Filtered { entries, total: total.into_inner(), summary })
-}
-
-/// A walker thread's accepted entries, handed over when its visitor is dropped.
-struct Firsts<'l, 'w> {
-    found: Vec<Found>,
-    /// The weight of `found`.
-    weight: usize,
-    limit: &'l Limit<'w>,
-    sink: &'l Mutex<Vec<Found>>,
-}
-
-impl Firsts<'_, '_> {
-    fn push(&mut self, found: Found) {
-        self.weight = self.weight.saturating_add((self.limit.weigh)(found.rel()));
-        self.found.push(found);
-        if self.found.len() / 2 > self.limit.count || self.weight / 2 > self.limit.weight {
-            self.weight = keep_firsts(&mut self.found, self.limit);
-        }
-    }
-}
-
-impl Drop for Firsts<'_, '_> {
-    fn drop(&mut self) {
-        let found = std::mem::take(&mut self.found);
-        self.sink.lock().unwrap_or_else(|e| e.into_inner()).extend(found);
-    }
-}
-
-/// Sorts `found` and keeps the first `limit` allows; gives their weight.
-fn keep_firsts(found: &mut Vec<Found>, limit: &Limit<'_>) -> usize {
-    found.sort_unstable_by(|a, b| path_order(a.rel(), b.rel()));
-    let mut weight = 0usize;
-    let mut keep = 0;
-    for entry in found.iter().take(limit.count) {
-        let next = weight.saturating_add((limit.weigh)(entry.rel()));
-        if next > limit.weight {
-            break;
-        }
-        weight = next;
-        keep += 1;
-    }
-    found.truncate(keep);
-    found.shrink_to(keep.max(16) * 2);
-    weight
 }
 
 /// Calls a visitor for every entry below `root`, on all cores, in no particular order: one
@@ -406,7 +304,7 @@ impl Walker<'_, '_> {
             }
             let Some((path, kind)) = admission.admit(name, kind) else { return };
             let entry = Entry { path, rel_start: self.rel_start, kind, dir: None };
-            if kind == EntryKind::Dir && options.max_depth.is_none_or(|max| depth < max) {
+            if kind == Kind::Dir && options.max_depth.is_none_or(|max| depth < max) {
                 self.push(Job {
                     dir: DirToOpen::In(Arc::clone(&dir), name.to_os_string()),
                     path: entry.path.clone(),
@@ -437,7 +335,7 @@ struct Admission<'a, 's> {
 
 impl Admission<'_, '_> {
     /// The entry's path and kind, when the walk reports it.
-    fn admit(&self, name: &std::ffi::OsStr, kind: Kind) -> Option<(PathBuf, EntryKind)> {
+    fn admit(&self, name: &std::ffi::OsStr, kind: Kind) -> Option<(PathBuf, Kind)> {
         let bytes = name.as_bytes();
         if bytes.starts_with(TEMP_PREFIX.as_bytes())
             || (self.options.respect_gitignore && bytes == b".git")
@@ -445,9 +343,9 @@ impl Admission<'_, '_> {
             return None;
         }
         let kind = match kind {
-            Kind::Dir => EntryKind::Dir,
-            Kind::Symlink => EntryKind::Symlink,
-            Kind::File | Kind::Other => EntryKind::File,
+            Kind::Dir => Kind::Dir,
+            Kind::Symlink => Kind::Symlink,
+            Kind::File | Kind::Other => Kind::File,
         };
         let path = self.dir.join(name);
         if path.as_os_str().len() > MAX_PATH_BYTES {
@@ -459,7 +357,7 @@ impl Admission<'_, '_> {
         if self.options.exclude.excludes(rel) {
             return None;
         }
-        if self.ignores.is_some_and(|i| i.ignores(&path, kind == EntryKind::Dir)) {
+        if self.ignores.is_some_and(|i| i.ignores(&path, kind == Kind::Dir)) {
             return None;
         }
         Some((path, kind))
@@ -472,73 +370,6 @@ impl Drop for JobDone<'_, '_, '_> {
     fn drop(&mut self) {
         self.0.done();
     }
-}
-
-/// The `.gitignore` rules that apply in a directory: its own file's, then its parents' up to the
-/// walk's root, then the root's `.git/info/exclude`. The nearest rule that matches decides.
-struct Ignores {
-    rules: Gitignore,
-    parent: Option<Arc<Ignores>>,
-}
-
-impl Drop for Ignores {
-    /// Drops the chain of parents in a loop: a `.gitignore` on each of thousands of levels
-    /// would otherwise be dropped by as many nested calls.
-    fn drop(&mut self) {
-        let mut next = self.parent.take();
-        while let Some(parent) = next {
-            next = match Arc::try_unwrap(parent) {
-                Ok(mut only) => only.parent.take(),
-                Err(_) => None,
-            };
-        }
-    }
-}
-
-impl Ignores {
-    fn for_root(root: &OwnedFd, path: &Path) -> Arc<Ignores> {
-        let exclude = rules_in(root, Path::new(".git/info/exclude"), path);
-        let base =
-            Arc::new(Ignores { rules: exclude.unwrap_or_else(Gitignore::empty), parent: None });
-        Ignores::for_dir(root, path, base)
-    }
-
-    fn for_dir(dir: &OwnedFd, path: &Path, parent: Arc<Ignores>) -> Arc<Ignores> {
-        match rules_in(dir, Path::new(".gitignore"), path) {
-            Some(rules) => Arc::new(Ignores { rules, parent: Some(parent) }),
-            None => parent,
-        }
-    }
-
-    fn ignores(&self, path: &Path, is_dir: bool) -> bool {
-        let mut level = Some(self);
-        while let Some(ignores) = level {
-            let matched = ignores.rules.matched(path, is_dir);
-            if matched.is_ignore() {
-                return true;
-            }
-            if matched.is_whitelist() {
-                return false;
-            }
-            level = ignores.parent.as_deref();
-        }
-        false
-    }
-}
-
-/// The rules of the ignore file `file` below `dir` (whose path is `base`), read beneath `dir`;
-/// `None` when there is none or it has no rules.
-fn rules_in(dir: &OwnedFd, file: &Path, base: &Path) -> Option<Gitignore> {
-    let flags = nix::fcntl::OFlag::O_RDONLY | nix::fcntl::OFlag::O_NONBLOCK;
-    let handle = confined::open_beneath(dir.as_fd(), file, flags, nix::sys::stat::Mode::empty());
-    let mut text = String::new();
-    File::from(handle.ok()?).take(1 << 20).read_to_string(&mut text).ok()?;
-    let mut builder = GitignoreBuilder::new(base);
-    for line in text.lines() {
-        // A bad line is skipped, as git does.
-        let _ = builder.add_line(None, line);
-    }
-    builder.build().ok().filter(|rules| !rules.is_empty())
 }
 
 /// A walker thread's entries; handed over when the thread's visitor is dropped.
@@ -576,93 +407,3 @@ pub fn path_order(a: &Path, b: &Path) -> Ordering {
         _ => a.len().cmp(&b.len()),
     }
 }
-
-/// Exclusion globs. A glob excludes an entry when it matches the entry's path relative to the
-/// walked directory or its basename, so both `target` and `**/*.log` work as users expect; an
-/// excluded directory is not descended into.
-#[derive(Default, Clone)]
-pub struct Exclude {
-    set: Option<Arc<GlobSet>>,
-}
-
-impl Exclude {
-    pub fn new(globs: &[String]) -> Result<Exclude, ToolError> {
-        if globs.is_empty() {
-            return Ok(Exclude { set: None });
-        }
-        Ok(Exclude { set: Some(Arc::new(glob_set("excludeGlobs", globs)?)) })
-    }
-
-    pub fn excludes(&self, rel: &Path) -> bool {
-        let Some(set) = &self.set else { return false };
-        set.is_match(rel) || rel.file_name().is_some_and(|name| set.is_match(name))
-    }
-}
-
-/// Glob metacharacters, as the contract lists them: a path with one of them is a pattern.
-pub fn is_glob(s: &str) -> bool {
-    s.contains(['*', '?', '{', '}', '['])
-}
-
-/// Splits a glob into the literal directory it starts with and the pattern below it:
-/// `/src/app/**/*.rs` → (`/src/app`, `**/*.rs`). The base is empty for a pattern whose first
-/// component is already a pattern (`*.rs`).
-pub fn split_glob(pattern: &str) -> (PathBuf, String) {
-    let mut base = PathBuf::new();
-    let mut rest: Vec<String> = Vec::new();
-    for c in Path::new(pattern).components() {
-        let part = c.as_os_str().to_string_lossy().into_owned();
-        if rest.is_empty() && !is_glob(&part) {
-            match c {
-                Component::RootDir => base.push("/"),
-                _ => base.push(&part),
-            }
-        } else {
-            rest.push(part);
-        }
-    }
-    if rest.is_empty() {
-        // No metacharacter at all: the whole thing is a literal path.
-        let name = base.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-        base.pop();
-        return (base, name);
-    }
-    (base, rest.join("/"))
-}
-
-/// Most bytes of globs in one list. The schemas bound each glob (4,096 bytes) and each list
-/// (1,000 globs); compiling costs memory and time with the patterns' bytes, so the whole list
-/// is bounded too, far above what a search needs.
-pub const MAX_GLOB_BYTES: usize = 65_536;
-
-/// Compiles patterns matched against paths relative to a walk root. `*` and `?` stay within
-/// one path component; `**` crosses components. Matching is case-sensitive, as Linux names are.
-pub fn glob_set(field: &str, patterns: &[String]) -> Result<GlobSet, ToolError> {
-    let bytes: usize = patterns.iter().map(String::len).sum();
-    if bytes > MAX_GLOB_BYTES {
-        let detail = format!(
-            "has {bytes} bytes of globs; at most {MAX_GLOB_BYTES} are allowed: use fewer or shorter globs, such as `**/*.rs`"
-        );
-        return Err(ToolError::invalid_params(field, detail));
-    }
-    let mut set = GlobSetBuilder::new();
-    for pattern in patterns {
-        let glob = GlobBuilder::new(pattern)
-            .literal_separator(true)
-            .backslash_escape(true)
-            .empty_alternates(true)
-            .build()
-            .map_err(|e| {
-                ToolError::invalid_params(field, format!("has an invalid glob {pattern:?}: {e}"))
-            })?;
-        set.add(glob);
-    }
-    set.build().map_err(|e| ToolError::invalid_params(field, e.to_string()))
-}
-
-pub mod first;
-pub mod levels;
-mod peek;
-
-#[cfg(test)]
-mod tests;

@@ -236,10 +236,10 @@ fn paths(targets: &[Target], args: &Value) -> Option<Vec<String>> {
 
 /// The directory a glob expands under (the pattern itself when it has no metacharacter).
 fn glob_base(pattern: &str) -> String {
-    if !walk::is_glob(pattern) {
+    if !walk::glob::is_glob(pattern) {
         return pattern.to_owned();
     }
-    let (base, _) = walk::split_glob(pattern);
+    let (base, _) = walk::glob::split_glob(pattern);
     match base.to_str() {
         Some("") | None => ".".to_owned(),
         Some(base) => base.to_owned(),

@@ -39,14 +39,13 @@ fn messages_and_codes() {
         "overwrite failed: /r/f: a directory does not replace a file; delete the file first with \
          delete_file if that is really intended",
     );
-    let limit = "16 MiB".to_string();
     check(
-        ToolError::LineTooLong { path: path(), line: Some(3), limit: limit.clone(), json: false },
+        ToolError::LineTooLong { path: path(), line: Some(3), cap: Cap::Bytes(16 << 20) },
         INTERNAL,
         "read failed: /r/f: line 3 alone is longer than the 16 MiB a partial read returns",
     );
     check(
-        ToolError::LineTooLong { path: path(), line: None, limit, json: true },
+        ToolError::LineTooLong { path: path(), line: None, cap: Cap::Json(16 << 20) },
         INTERNAL,
         "read failed: /r/f: the last line alone takes more than the 16 MiB of JSON a reply may \
          hold (control characters take 6 bytes each once escaped)",

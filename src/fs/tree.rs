@@ -29,10 +29,10 @@ use crate::policy::confined::{self, DirEntry, Kind};
 mod tests;
 
 /// Asked between steps of a long operation: true once it should stop (the call was cancelled).
-pub type Stop<'a> = &'a dyn Fn() -> bool;
+pub type ShouldStop<'a> = &'a dyn Fn() -> bool;
 
 /// How many entries a directory's emptying removes, and how many bytes a file's copy copies,
-/// between two questions to `Stop`.
+/// between two questions to `ShouldStop`.
 const STEP_ENTRIES: usize = 1024;
 const STEP_BYTES: u64 = 64 << 20;
 
@@ -41,7 +41,7 @@ pub fn never() -> bool {
     false
 }
 
-/// The error of an operation that stopped because `Stop` said so. Not `ErrorKind::Interrupted`,
+/// The error of an operation that stopped because `ShouldStop` said so. Not `ErrorKind::Interrupted`,
 /// which std's I/O helpers retry.
 pub fn stopped() -> io::Error {
     io::Error::other("cancelled")
@@ -50,25 +50,38 @@ pub fn stopped() -> io::Error {
 /// Removes `name` from `dir`: a file or a symlink (the link itself), or a directory with
 /// everything in it, never through a symlink. Once `stop` says so it returns [`stopped`], and
 /// what was removed stays removed, as with an interrupted `rm -r`.
-pub fn remove_at(dir: BorrowedFd<'_>, name: &OsStr, stop: Stop<'_>) -> io::Result<()> {
-    remove(dir, name, stop, false)
+pub fn remove_at(dir: BorrowedFd<'_>, name: &OsStr, stop: ShouldStop<'_>) -> io::Result<()> {
+    remove(dir, name, stop, Origin::Found)
 }
 
 /// [`remove_at`] for a tree this process made itself (a copy cut short), whose directories may
 /// already have the read-only modes of their source: each is made writable before it is
 /// emptied.
 pub fn discard_at(dir: BorrowedFd<'_>, name: &OsStr) -> io::Result<()> {
-    remove(dir, name, &never, true)
+    remove(dir, name, &never, Origin::OwnCopy)
 }
 
-fn remove(dir: BorrowedFd<'_>, name: &OsStr, stop: Stop<'_>, own: bool) -> io::Result<()> {
+/// Whose tree a removal empties: one found as it is, or this process's own copy, whose
+/// directories are made writable before they are emptied.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Origin {
+    Found,
+    OwnCopy,
+}
+
+fn remove(
+    dir: BorrowedFd<'_>,
+    name: &OsStr,
+    stop: ShouldStop<'_>,
+    origin: Origin,
+) -> io::Result<()> {
     match unlinkat(dir, name, UnlinkatFlags::NoRemoveDir) {
         Ok(()) => return Ok(()),
         Err(e) if names_a_directory(dir, name, e) => {}
         Err(e) => return Err(e.into()),
     }
     let top = confined::open_subdir(dir, name)?;
-    let first = empty_out(top.as_fd(), own, stop)?;
+    let first = empty_out(top.as_fd(), origin, stop)?;
     let mut descent = Descent::new(top, LIMITS)?;
     // Per level, from the top down: the subdirectories still to remove.
     let mut todo: Vec<Vec<OsString>> = vec![first];
@@ -87,7 +100,7 @@ fn remove(dir: BorrowedFd<'_>, name: &OsStr, stop: Stop<'_>, own: bool) -> io::R
                 }
                 Err(e) => return Err(e),
             };
-            let more = empty_out(fd.as_fd(), own, stop)?;
+            let more = empty_out(fd.as_fd(), origin, stop)?;
             descent.enter(&sub, fd)?;
             todo.push(more);
             continue;
@@ -104,10 +117,14 @@ fn remove(dir: BorrowedFd<'_>, name: &OsStr, stop: Stop<'_>, own: bool) -> io::R
 }
 
 /// Removes every entry of the open directory `dir` but its subdirectories, and returns their
-/// names. With `own`, makes the directory writable first. `stop` is asked every
+/// names. For `Origin::OwnCopy`, makes the directory writable first. `stop` is asked every
 /// `STEP_ENTRIES` entries: a directory of a million files is many steps.
-fn empty_out(dir: BorrowedFd<'_>, own: bool, stop: Stop<'_>) -> io::Result<Vec<OsString>> {
-    if own {
+fn empty_out(
+    dir: BorrowedFd<'_>,
+    origin: Origin,
+    stop: ShouldStop<'_>,
+) -> io::Result<Vec<OsString>> {
+    if origin == Origin::OwnCopy {
         // Best effort: should it fail, the removals below say why.
         let _ = fchmod(dir, Mode::from_bits_truncate(0o700));
     }
@@ -139,7 +156,7 @@ pub fn copy_at(
     from_name: &OsStr,
     to: BorrowedFd<'_>,
     to_name: &OsStr,
-    stop: Stop<'_>,
+    stop: ShouldStop<'_>,
 ) -> io::Result<()> {
     let stat = confined::stat_at(from, from_name)?;
     match stat.kind() {
@@ -160,7 +177,7 @@ pub fn copy_open(
     source: &File,
     to: BorrowedFd<'_>,
     to_name: &OsStr,
-    stop: Stop<'_>,
+    stop: ShouldStop<'_>,
 ) -> io::Result<()> {
     let stat = confined::fstat(source.as_fd())?;
     match stat.kind() {
@@ -184,7 +201,7 @@ fn copy_tree(
     mode: u32,
     to: BorrowedFd<'_>,
     to_name: &OsStr,
-    stop: Stop<'_>,
+    stop: ShouldStop<'_>,
 ) -> io::Result<()> {
     mkdirat(to, to_name, Mode::from_bits_truncate(0o700))?;
     let target = confined::open_subdir(to, to_name)?;
@@ -240,9 +257,9 @@ fn copy_tree(
 }
 
 /// Opens the regular file `name` in `dir` for reading, never through a symlink. Non-blocking,
-/// and checked on the handle: a FIFO swapped in after the caller's stat blocked the open for
-/// good, waiting for a writer (a stranger's find; cancel could not reach it, nor could the
-/// server exit).
+/// and checked on the handle: a FIFO swapped in after the caller's stat would block a
+/// blocking open for good, waiting for a writer, where neither cancel nor the server's exit
+/// can reach it.
 fn open_file(dir: BorrowedFd<'_>, name: &OsStr) -> io::Result<File> {
     let flags = OFlag::O_RDONLY | OFlag::O_NOFOLLOW | OFlag::O_NONBLOCK | OFlag::O_CLOEXEC;
     let file = File::from(openat(dir, name, flags, Mode::empty())?);
@@ -271,7 +288,7 @@ fn copy_file(
     mode: u32,
     to: BorrowedFd<'_>,
     to_name: &OsStr,
-    stop: Stop<'_>,
+    stop: ShouldStop<'_>,
 ) -> io::Result<()> {
     let flags =
         OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;

@@ -2,6 +2,7 @@
 
 use std::process::Command;
 
+use super::fast::{only_lf, FastRegex};
 use super::*;
 
 #[track_caller]

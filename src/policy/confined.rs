@@ -230,9 +230,25 @@ impl ResolvedPath {
         }
     }
 
-    /// The resolved path's parent, opened beneath the root, and its last name. With `create`,
-    /// missing parent directories are made first, each beneath the one before.
-    pub fn slot(&self, create: bool) -> io::Result<Slot> {
+    /// The resolved path's parent, opened beneath the root, and its last name.
+    pub fn slot(&self) -> io::Result<Slot> {
+        self.slot_in(open_dir_for_update)
+    }
+
+    /// [`Self::slot`], with missing parent directories made first, each beneath the one
+    /// before.
+    pub fn slot_making_parents(&self) -> io::Result<Slot> {
+        self.slot_in(|root, parent| match open_dir_for_update(root, parent) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => make_dirs(root, parent),
+            other => other,
+        })
+    }
+
+    /// The slot, its parent opened by `open_parent` beneath the root.
+    fn slot_in(
+        &self,
+        open_parent: impl FnOnce(BorrowedFd<'_>, &Path) -> io::Result<OwnedFd>,
+    ) -> io::Result<Slot> {
         let (root, rel) = self.beneath()?;
         let Some(name) = rel.file_name() else {
             // The root itself: it has no parent beneath it.
@@ -244,10 +260,7 @@ impl ResolvedPath {
             _ => Path::new("."),
         };
         let root = root.as_fd();
-        let dir = match open_dir_for_update(root, parent) {
-            Err(e) if create && e.kind() == io::ErrorKind::NotFound => make_dirs(root, parent)?,
-            other => other?,
-        };
+        let dir = open_parent(root, parent)?;
         if self.names_directory() {
             // `dir/`: only a directory will do.
             match stat_at(dir.as_fd(), &name) {

@@ -335,7 +335,7 @@ pub struct CommandConfinement {
     confine: bool,
     /// The namespace to join.
     #[cfg(target_os = "linux")]
-    namespace: Option<Arc<namespace::Entry>>,
+    namespace: Option<Arc<namespace::Namespaces>>,
     /// The seccomp filter: the one every command gets, or the fallback's.
     #[cfg(target_os = "linux")]
     filter: Option<Arc<seccomp::Filter>>,

@@ -55,7 +55,7 @@ pub struct Place {
 
 /// What a command joins: the namespaces, by descriptor.
 #[derive(Debug)]
-pub struct Entry {
+pub struct Namespaces {
     user: Option<OwnedFd>,
     mnt: OwnedFd,
 }
@@ -63,7 +63,7 @@ pub struct Entry {
 /// Has a helper make the namespace (a mount namespace, and a user namespace unless the
 /// process may mount and join mount namespaces already) and make every mount in it read-only
 /// but `places` that are writable, and the places that are not but lie inside one that is.
-pub fn create(places: &[Place]) -> Result<Entry, String> {
+pub fn create(places: &[Place]) -> Result<Namespaces, String> {
     let caps = Capabilities::current().map_err(|e| format!("capget: {e}"))?;
     let user =
         !(caps.effective(capabilities::SYS_ADMIN) && caps.effective(capabilities::SYS_CHROOT));
@@ -97,10 +97,10 @@ pub fn create(places: &[Place]) -> Result<Entry, String> {
     let own = |fd: RawFd| (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd) });
     let user = own(job.user_ns);
     let mnt = own(job.mnt_ns).ok_or("the namespace's helper opened no namespace")?;
-    Ok(Entry { user, mnt })
+    Ok(Namespaces { user, mnt })
 }
 
-impl Entry {
+impl Namespaces {
     /// Joins the namespace and enters the working directory again in it: `cwd` by its path,
     /// following no symlink, checked to be the directory `handle` is (the one the policy
     /// approved). For a command's process between `fork` and `exec`: system calls only, no

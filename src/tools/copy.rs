@@ -53,7 +53,7 @@ pub fn copy_file(ctx: &Ctx, args: CopyFileArgs) -> Result<Output, ToolError> {
         };
         return Err(ToolError::invalid_params("destination", detail));
     }
-    let to = match destination.slot(true) {
+    let to = match destination.slot_making_parents() {
         Ok(slot) => slot,
         // An allowed directory itself, which has no parent beneath its root: it exists.
         Err(e) if e.raw_os_error() == Some(Errno::EISDIR as i32) => {
@@ -102,7 +102,7 @@ pub fn copy_file(ctx: &Ctx, args: CopyFileArgs) -> Result<Output, ToolError> {
 /// Copies the open source into a fresh temp name in the slot's directory; returns the name.
 /// Listings and walks skip temp names, so a copy in progress is never seen; a failed one is
 /// removed.
-fn copy_to_temp(from: &std::fs::File, to: &Slot, stop: tree::Stop<'_>) -> io::Result<String> {
+fn copy_to_temp(from: &std::fs::File, to: &Slot, stop: tree::ShouldStop<'_>) -> io::Result<String> {
     let dir = to.dir.as_fd();
     loop {
         // write_file's temp names, from the same counter, so a copy left by a killed server is

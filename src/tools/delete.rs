@@ -20,7 +20,7 @@ pub struct DeleteArgs {
 pub fn delete_file(ctx: &Ctx, args: DeleteArgs) -> Result<Output, ToolError> {
     let resolved = ctx.policy.resolve_remove(&args.path)?;
     let failed = |e| ToolError::io("delete", &resolved.shown, e);
-    let slot = resolved.slot(false).map_err(failed)?;
+    let slot = resolved.slot().map_err(failed)?;
     // Step by step (`write_order::WriteTurn`): its turn holds until it stops.
     let stop = || ctx.cancel.is_cancelled();
     ctx.write_turn

@@ -91,7 +91,7 @@ pub fn edit_files(ctx: &Ctx, args: EditFilesArgs) -> Result<Output, ToolError> {
         if ctx.cancel.is_cancelled() {
             break;
         }
-        if walk::is_glob(entry) {
+        if walk::glob::is_glob(entry) {
             let (matched, summary) = expand_glob(ctx, entry, args.dry_run)?;
             files.extend(matched);
             too_long.too_long += summary.too_long;
@@ -141,7 +141,7 @@ fn expand_glob(
     pattern: &str,
     dry_run: bool,
 ) -> Result<(Vec<ResolvedPath>, walk::Summary), ToolError> {
-    let (base, rest) = walk::split_glob(pattern);
+    let (base, rest) = walk::glob::split_glob(pattern);
     let base_str =
         if base.as_os_str().is_empty() { ".".to_string() } else { base.display().to_string() };
     let base = ctx.policy.resolve_read(&base_str)?;
@@ -154,13 +154,15 @@ fn expand_glob(
         .policy
         .resolve_read(&base.shown.to_string_lossy())
         .is_ok_and(|spelled| spelled.real == base.real);
-    let set = walk::glob_set("paths", &[rest])?;
+    let set = walk::glob::glob_set("paths", &[rest])?;
     let options = walk::WalkOptions { cancel: Some(ctx.cancel), ..walk::WalkOptions::default() };
     let (entries, summary) =
         walk::entries(&base, &options).map_err(|e| ToolError::io("search", &base.shown, e))?;
     let matches: Vec<PathBuf> = entries
         .into_iter()
-        .filter(|entry| entry.kind != walk::EntryKind::Dir && set.is_match(entry.rel()))
+        .filter(|entry| {
+            entry.kind != crate::policy::confined::Kind::Dir && set.is_match(entry.rel())
+        })
         .map(walk::Entry::into_rel)
         .collect();
     if matches.is_empty() {
@@ -244,7 +246,7 @@ fn edit_one(
         return unified_diff(shown, &original, &edited, &stop, budget);
     }
     if edited != original {
-        let slot = file.slot(false).map_err(|e| ToolError::io("write", shown, e))?;
+        let slot = file.slot().map_err(|e| ToolError::io("write", shown, e))?;
         let turn = ctx.write_turn;
         let written = match ends {
             TurnEnds::WithThisFile => {

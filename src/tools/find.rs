@@ -6,11 +6,13 @@ use serde_json::{json, Value};
 use crate::error::ToolError;
 use std::path::Path;
 
+use crate::policy::confined::Kind;
 use crate::progress::Tally;
 use crate::reply_size::{escaped_text_len, Budget, REPLY_BYTES, REPLY_NAME};
-use crate::tools::format::NO_MATCHES;
 use crate::tools::{resolve_dir, Ctx, Output, Structured};
-use crate::walk::{self, EntryKind, Exclude, WalkOptions};
+use crate::walk::filter::{self, Limit};
+use crate::walk::glob::{self, Exclude};
+use crate::walk::{self, WalkOptions};
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -22,6 +24,9 @@ pub struct SearchFilesArgs {
     #[serde(default)]
     respect_gitignore: bool,
 }
+
+/// The whole text of a search that found nothing (search_files, glob_search, grep_files).
+pub const NO_MATCHES: &str = "(no matches found)";
 
 /// search_files' legacy names, `(legacy, canonical)`: the official server's, which agents
 /// trained on it send. The contract accepts them without advertising them.
@@ -62,13 +67,7 @@ fn default_max() -> usize {
 pub fn search_files(ctx: &Ctx, args: SearchFilesArgs) -> Result<Output, ToolError> {
     let dir = resolve_dir(ctx, &args.directory, "search")?;
     let tally = Tally::new(ctx.progress, walked);
-    let options = WalkOptions {
-        respect_gitignore: args.respect_gitignore,
-        exclude: Exclude::new(&args.exclude_globs)?,
-        cancel: Some(ctx.cancel),
-        tally: Some(&tally),
-        ..WalkOptions::default()
-    };
+    let options = walk_options(ctx, &tally, args.respect_gitignore, &args.exclude_globs)?;
     let needle = args.name_contains.to_lowercase();
     let ascii = needle.is_ascii();
     let accept = |entry: &walk::Entry| {
@@ -82,8 +81,8 @@ pub fn search_files(ctx: &Ctx, args: SearchFilesArgs) -> Result<Output, ToolErro
         }
     };
     let weigh = |rel: &Path| hit_weight(&dir.shown, rel);
-    let limit = walk::Limit { count: usize::MAX, weight: REPLY_BYTES, weigh: &weigh };
-    let found = walk::filtered(&dir, &options, &limit, accept)
+    let limit = Limit { count: usize::MAX, weight: REPLY_BYTES, weigh: &weigh };
+    let found = filter::filtered(&dir, &options, &limit, accept)
         .map_err(|e| ToolError::io("search", &dir.shown, e))?;
     if ctx.cancel.is_cancelled() {
         return Err(ToolError::Cancelled);
@@ -174,6 +173,23 @@ fn total_usize(total: u64) -> usize {
     usize::try_from(total).unwrap_or(usize::MAX)
 }
 
+/// How both searches walk: every level, with the call's excludes, gitignore choice, cancel and
+/// progress.
+fn walk_options<'a>(
+    ctx: &Ctx<'a>,
+    tally: &'a Tally<'a>,
+    respect_gitignore: bool,
+    exclude_globs: &[String],
+) -> Result<WalkOptions<'a>, ToolError> {
+    Ok(WalkOptions {
+        respect_gitignore,
+        exclude: Exclude::new(exclude_globs)?,
+        cancel: Some(ctx.cancel),
+        tally: Some(tally),
+        ..WalkOptions::default()
+    })
+}
+
 fn contains_ascii_case_insensitive(haystack: &[u8], needle: &[u8]) -> bool {
     needle.is_empty() || haystack.windows(needle.len()).any(|w| w.eq_ignore_ascii_case(needle))
 }
@@ -184,20 +200,14 @@ pub fn glob_search(ctx: &Ctx, args: GlobSearchArgs) -> Result<Output, ToolError>
     let dir = resolve_dir(ctx, &args.directory, "search")?;
     let globs: Vec<String> =
         args.globs.iter().map(|g| g.trim_start_matches("./").to_string()).collect();
-    let set = walk::glob_set("globs", &globs)?;
+    let set = glob::glob_set("globs", &globs)?;
     let tally = Tally::new(ctx.progress, walked);
-    let options = WalkOptions {
-        respect_gitignore: args.respect_gitignore,
-        exclude: Exclude::new(&args.exclude_globs)?,
-        cancel: Some(ctx.cancel),
-        tally: Some(&tally),
-        ..WalkOptions::default()
-    };
-    let accept = |entry: &walk::Entry| entry.kind == EntryKind::File && set.is_match(entry.rel());
+    let options = walk_options(ctx, &tally, args.respect_gitignore, &args.exclude_globs)?;
+    let accept = |entry: &walk::Entry| entry.kind == Kind::File && set.is_match(entry.rel());
     let weigh = |rel: &Path| hit_weight(&dir.shown, rel);
     let count = if args.max == 0 { usize::MAX } else { args.max };
-    let limit = walk::Limit { count, weight: REPLY_BYTES, weigh: &weigh };
-    let found = walk::filtered(&dir, &options, &limit, accept)
+    let limit = Limit { count, weight: REPLY_BYTES, weigh: &weigh };
+    let found = filter::filtered(&dir, &options, &limit, accept)
         .map_err(|e| ToolError::io("search", &dir.shown, e))?;
     if ctx.cancel.is_cancelled() {
         return Err(ToolError::Cancelled);

@@ -5,7 +5,7 @@ use serde_json::{json, Value};
 
 use crate::error::ToolError;
 use crate::policy::Access;
-use crate::tools::format::iso8601_utc;
+use crate::tools::time::iso8601_utc;
 use crate::tools::{Ctx, Output, Structured};
 
 #[derive(Deserialize)]

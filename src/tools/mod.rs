@@ -11,12 +11,12 @@ mod directory;
 pub mod edit;
 mod exec;
 mod find;
-mod format;
 mod grep;
 mod info;
 pub mod read;
 mod relocate;
 pub mod table;
+mod time;
 mod write;
 
 use serde_json::Value;

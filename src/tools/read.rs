@@ -12,7 +12,7 @@ use crate::base64;
 use crate::error::ToolError;
 use crate::fs::read::{open_regular, read_all, read_capped, MAX_READ_BYTES};
 use crate::policy::ResolvedPath;
-use crate::reply_size::{escaped_text_len, Budget, REPLY_BYTES, REPLY_NAME};
+use crate::reply_size::{escaped_text_len, size_name, Budget, REPLY_BYTES, REPLY_NAME};
 use crate::tools::{Content, Ctx, Output};
 use paging::{Limits, PageError, Range};
 
@@ -128,7 +128,7 @@ fn read_lines(
                 "cannot be combined with `tail` on a file over {}: {} is {size} bytes, and its \
                  lines are not counted (that would read all of it); leave out lineNumbers, or \
                  page from the start with offset and limit",
-                paging::size_name(limits.cap),
+                size_name(limits.cap),
                 shown.display()
             ),
         ));
@@ -163,11 +163,7 @@ fn read_lines(
     let page = page.map_err(|e| match e {
         PageError::Io(e) => ToolError::io("read", shown, e),
         PageError::LineTooLong { line, cap } => {
-            let (limit, json) = match cap {
-                paging::Cap::Bytes(n) => (paging::size_name(n), false),
-                paging::Cap::Json(n) => (paging::size_name(n), true),
-            };
-            ToolError::LineTooLong { path: shown.clone(), line, limit, json }
+            ToolError::LineTooLong { path: shown.clone(), line, cap }
         }
         PageError::Stopped => ToolError::Cancelled,
     })?;

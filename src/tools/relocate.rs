@@ -23,7 +23,7 @@ pub fn move_file(ctx: &Ctx, args: MoveFileArgs) -> Result<Output, ToolError> {
     let source = ctx.policy.resolve_remove(&args.source)?;
     let destination = ctx.policy.resolve_write(&args.destination)?;
     let failed = |e| ToolError::io("move", &source.shown, e);
-    let from = source.slot(false).map_err(failed)?;
+    let from = source.slot().map_err(failed)?;
     if from.stat().map_err(failed)?.is_none() {
         return Err(failed(io::Error::from(io::ErrorKind::NotFound)));
     }
@@ -32,7 +32,7 @@ pub fn move_file(ctx: &Ctx, args: MoveFileArgs) -> Result<Output, ToolError> {
         return Err(ToolError::invalid_params("destination", detail));
     }
     let to = destination
-        .slot(true)
+        .slot_making_parents()
         .map_err(|e| ToolError::io("create parent directories", &destination.shown, e))?;
     if to.stat().map_err(|e| ToolError::io("move", &destination.shown, e))?.is_some() {
         return Err(ToolError::AlreadyExists { path: destination.shown });
@@ -52,7 +52,7 @@ pub fn move_file(ctx: &Ctx, args: MoveFileArgs) -> Result<Output, ToolError> {
 /// `fs::atomic::rename_no_replace`: the kernel refuses to replace an existing destination, so a
 /// file that appears between our check and the rename is not lost either. Across filesystems
 /// it copies, then removes the source; `stop` can end the copy, never the removal after it.
-fn rename_no_replace(from: &Slot, to: &Slot, stop: tree::Stop<'_>) -> io::Result<()> {
+fn rename_no_replace(from: &Slot, to: &Slot, stop: tree::ShouldStop<'_>) -> io::Result<()> {
     let (from_dir, to_dir) = (from.dir.as_fd(), to.dir.as_fd());
     match atomic::rename_no_replace(from_dir, &from.name, to_dir, &to.name) {
         Err(e) if e.raw_os_error() == Some(Errno::EXDEV as i32) => copy_then_remove(from, to, stop),
@@ -63,7 +63,7 @@ fn rename_no_replace(from: &Slot, to: &Slot, stop: tree::Stop<'_>) -> io::Result
 /// Both through handles, level by level (`fs::tree`), at any depth. Once the copy is whole, the
 /// source is removed even if the call is cancelled meanwhile: stopping there would leave two
 /// halves.
-fn copy_then_remove(from: &Slot, to: &Slot, stop: tree::Stop<'_>) -> io::Result<()> {
+fn copy_then_remove(from: &Slot, to: &Slot, stop: tree::ShouldStop<'_>) -> io::Result<()> {
     if let Err(e) = tree::copy_at(from.dir.as_fd(), &from.name, to.dir.as_fd(), &to.name, stop) {
         // Leave the source intact and remove the half-made copy: unless the destination
         // appeared meanwhile, in which case nothing was made and it is someone else's.

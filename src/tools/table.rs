@@ -190,7 +190,7 @@ impl Tool {
             Tool::DirectoryTree => Spec {
                 name: "directory_tree",
                 schema: schema!("directory_tree"),
-                handler: |ctx, args| directory::directory_tree(ctx, parse(args)?),
+                handler: |ctx, args| directory::tree::directory_tree(ctx, parse(args)?),
                 effect: ReadOnly,
                 holds_data: true,
                 runs: Pool,

@@ -28,7 +28,8 @@ pub struct WriteFileArgs {
 
 pub fn write_file(ctx: &Ctx, args: WriteFileArgs) -> Result<Output, ToolError> {
     let resolved = ctx.policy.resolve_write(&args.path)?;
-    let slot = resolved.slot(true).map_err(|e| ToolError::io("write", &resolved.shown, e))?;
+    let slot =
+        resolved.slot_making_parents().map_err(|e| ToolError::io("write", &resolved.shown, e))?;
     if args.append {
         // Written as it goes (`write_order::WriteTurn`): its turn holds until it is done.
         ctx.write_turn

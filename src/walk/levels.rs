@@ -19,8 +19,10 @@ use nix::fcntl::OFlag;
 use nix::sys::stat::Mode;
 
 use super::first::{self, First};
-use super::{peek, Admission, EntryKind, Ignores, Summary, WalkOptions};
+use super::gitignore::Ignores;
+use super::{peek, Admission, Summary, WalkOptions};
 use crate::policy::confined;
+use crate::policy::confined::Kind;
 use crate::policy::ResolvedPath;
 
 /// The entries a breadth-first walk took, in the order it took them.
@@ -39,7 +41,7 @@ pub struct Levels {
 /// cost less than their share of the reply.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Node {
-    pub kind: EntryKind,
+    pub kind: Kind,
     /// 1 for the root's children.
     depth: u32,
     /// The parent's index in `nodes`; `NO_PARENT` for the root's children.
@@ -102,20 +104,20 @@ pub struct Offer<'a> {
 }
 
 /// What `take` could take at most: entries, and bytes where each entry weighs at least
-/// `Room::weight` (its name three times, as a reply shows a name in its text and its
+/// `Capacity::weight` (its name three times, as a reply shows a name in its text and its
 /// structured form, plus `ENTRY_BYTES`).
 #[derive(Clone, Copy, Debug)]
-pub struct Room {
+pub struct Capacity {
     pub entries: usize,
     pub bytes: usize,
 }
 
-impl Room {
+impl Capacity {
     /// The least an entry named `name` can cost its caller.
     pub const ENTRY_BYTES: usize = 48;
 
     pub fn weight(name: &[u8]) -> usize {
-        3 * name.len() + Room::ENTRY_BYTES
+        3 * name.len() + Capacity::ENTRY_BYTES
     }
 }
 
@@ -126,7 +128,7 @@ impl Room {
 pub fn breadth_first(
     root: &ResolvedPath,
     options: &WalkOptions<'_>,
-    room: Room,
+    room: Capacity,
     mut take: impl FnMut(&Offer<'_>) -> bool,
 ) -> io::Result<Levels> {
     let handle = root.open_dir()?;
@@ -153,7 +155,7 @@ pub fn breadth_first(
     while i < levels.nodes.len() && !stopped && !walk.cancelled() {
         let node = levels.nodes[i];
         i += 1;
-        if node.kind != EntryKind::Dir || node.depth() >= max_depth {
+        if node.kind != Kind::Dir || node.depth() >= max_depth {
             continue;
         }
         let rel = rel_path(&levels, i - 1);
@@ -164,8 +166,8 @@ pub fn breadth_first(
         };
         let path = root.real.join(&rel);
         let rules = parent_rules.map(|parent| Ignores::for_dir(&dir, &path, parent));
-        let used = 3 * levels.names_len() + Room::ENTRY_BYTES * levels.nodes.len();
-        let left = Room {
+        let used = 3 * levels.names_len() + Capacity::ENTRY_BYTES * levels.nodes.len();
+        let left = Capacity {
             entries: room.entries.saturating_sub(levels.nodes.len()),
             bytes: room.bytes.saturating_sub(used),
         };
@@ -179,7 +181,7 @@ pub fn breadth_first(
     // cost (990 of the 1,001 directories opened for the first 1,000 entries of the million
     // tree), so on every core.
     let peeks: Vec<(usize, PathBuf, Option<Arc<Ignores>>)> = (i..levels.nodes.len())
-        .filter(|&j| levels.nodes[j].kind == EntryKind::Dir && levels.nodes[j].depth() < max_depth)
+        .filter(|&j| levels.nodes[j].kind == Kind::Dir && levels.nodes[j].depth() < max_depth)
         .map(|j| (j, rel_path(&levels, j), ignores.get_mut(j).and_then(Option::take)))
         .collect();
     for (j, more) in walk.peek_all(&handle, &root.real, peeks) {
@@ -288,7 +290,7 @@ impl<'s> Walk<'_, 's> {
     }
 
     /// Reads the directory open as `dir`, at `path`, whose `.gitignore` rules are `rules`.
-    fn read(&self, dir: &OwnedFd, path: &Path, rules: Option<&Ignores>, room: Room) -> Read {
+    fn read(&self, dir: &OwnedFd, path: &Path, rules: Option<&Ignores>, room: Capacity) -> Read {
         let admission = self.admission(path, rules);
         // Only the first names that fit the room can be offered: a huge directory, or one of
         // long names, is not held whole.
@@ -313,7 +315,7 @@ impl<'s> Walk<'_, 's> {
 /// A directory's first names (byte order: a name has no `/`, so this is `path_order`) as many
 /// as `room` could take, and one more, to know that more exist.
 struct ByName {
-    room: Room,
+    room: Capacity,
 }
 
 impl ByName {
@@ -328,14 +330,14 @@ impl ByName {
 }
 
 impl first::Room for ByName {
-    type Key = EntryKind;
+    type Key = Kind;
 
-    fn order(&self, a: (&EntryKind, &[u8]), b: (&EntryKind, &[u8])) -> std::cmp::Ordering {
+    fn order(&self, a: (&Kind, &[u8]), b: (&Kind, &[u8])) -> std::cmp::Ordering {
         a.1.cmp(b.1)
     }
 
-    fn cost(&self, _: &EntryKind, name: &[u8]) -> usize {
-        Room::weight(name)
+    fn cost(&self, _: &Kind, name: &[u8]) -> usize {
+        Capacity::weight(name)
     }
 
     fn fits(&self, taken: usize, used: usize, _: usize) -> bool {
@@ -347,7 +349,7 @@ impl first::Room for ByName {
     }
 
     fn most_held(&self) -> (usize, usize) {
-        let entries = self.keep().saturating_mul(2).min(self.most() / Room::ENTRY_BYTES);
+        let entries = self.keep().saturating_mul(2).min(self.most() / Capacity::ENTRY_BYTES);
         (entries + 1, self.most() / 3 + 1024)
     }
 }
@@ -390,7 +392,7 @@ impl Offered<'_> {
                 name: (start, index(levels.names.len())),
                 children: Children::default(),
             });
-            if let Some(rules) = rules.filter(|_| kind == EntryKind::Dir) {
+            if let Some(rules) = rules.filter(|_| kind == Kind::Dir) {
                 self.ignores.resize(levels.nodes.len(), None);
                 self.ignores[levels.nodes.len() - 1] = Some(Arc::clone(rules));
             }

@@ -1,5 +1,6 @@
 //! Glob splitting and matching, walk order, exclusion.
 
+use super::glob::*;
 use super::*;
 use crate::policy::{Access, AllowedRoot, Policy};
 use crate::progress::Progress;

@@ -18,7 +18,7 @@ use std::io::{self, Read};
 
 use memchr::{memchr, memchr_iter, memrchr_iter};
 
-use crate::reply_size::escaped_text_len;
+use crate::reply_size::{escaped_text_len, Cap};
 
 #[cfg(test)]
 mod tests;
@@ -40,25 +40,6 @@ pub struct Limits {
     pub json_cap: usize,
     /// A file of at most this many bytes has all its lines counted.
     pub count_up_to: u64,
-}
-
-/// The cap a page was cut at, or that one line alone passes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Cap {
-    /// `Limits::cap`, in bytes.
-    Bytes(usize),
-    /// `Limits::json_cap`, in JSON-escaped bytes.
-    Json(usize),
-}
-
-impl Cap {
-    /// How the note and the errors name it: `16 MiB`, or `24 MiB JSON`.
-    pub fn name(self) -> String {
-        match self {
-            Cap::Bytes(n) => size_name(n),
-            Cap::Json(n) => format!("{} JSON", size_name(n)),
-        }
-    }
 }
 
 /// A page's size so far, raw and JSON-escaped.
@@ -146,17 +127,41 @@ pub fn from_start(
 ) -> Result<Page, PageError> {
     let mut scan = Scan::new(reader);
     let mut page = Page::empty(first, size);
-    // Skip to line `first`: past its `first - 1` predecessors' newlines. Whole buffers are
-    // counted (memchr's count is vectorized); only the last one is searched for the position.
-    let skip = first.saturating_sub(1);
+    if !skip_lines(&mut scan, first.saturating_sub(1), stop)? {
+        page.total = Total::Exact(scan.lines_so_far());
+        page.past_end = (first > 1).then_some(first);
+        return Ok(page);
+    }
+    let eof = read_page(&mut scan, &mut page, first, count, numbers, &limits)?;
+    page.total = if eof {
+        Total::Exact(scan.lines_so_far())
+    } else if size <= limits.count_up_to {
+        scan.count_to_end(limits.count_up_to)?
+    } else if page.cut.is_some() || scan.fill()? {
+        // Bytes follow the last line returned: at least one more line.
+        Total::AtLeast(first + page.lines)
+    } else {
+        Total::Exact(scan.lines_so_far())
+    };
+    if page.lines == 0 && first > 1 {
+        page.past_end = Some(first);
+    }
+    Ok(page)
+}
+
+/// Skips past the first `skip` newlines; false when the text ends before them. Whole buffers
+/// are counted (memchr's count is vectorized); only the last one is searched for the position.
+fn skip_lines(
+    scan: &mut Scan<impl Read>,
+    skip: u64,
+    stop: &dyn Fn() -> bool,
+) -> Result<bool, PageError> {
     while scan.newlines < skip {
         if stop() {
             return Err(PageError::Stopped);
         }
         if !scan.fill()? {
-            page.total = Total::Exact(scan.lines_so_far());
-            page.past_end = (first > 1).then_some(first);
-            return Ok(page);
+            return Ok(false);
         }
         let data = scan.data();
         let len = data.len();
@@ -169,7 +174,20 @@ pub fn from_start(
         let at = memchr_iter(b'\n', data).nth((need - 1) as usize).unwrap_or(data.len() - 1);
         scan.consume(at + 1, need);
     }
+    Ok(true)
+}
 
+/// Reads `count` lines (all, for `None`) into `page`, the first of them line `first`,
+/// numbered when `numbers`, stopping before the line that would cross the limits; true at the
+/// end of the text.
+fn read_page(
+    scan: &mut Scan<impl Read>,
+    page: &mut Page,
+    first: u64,
+    count: Option<u64>,
+    numbers: bool,
+    limits: &Limits,
+) -> Result<bool, PageError> {
     let mut out = Vec::new();
     let mut measure = Measure::default();
     let mut in_line = false;
@@ -214,7 +232,7 @@ pub fn from_start(
                 scan.consume(n, 0);
             }
         }
-        if let Some(cap) = measure.over(&limits) {
+        if let Some(cap) = measure.over(limits) {
             // The line that crossed the cap is left out, whole.
             if !in_line {
                 page.lines -= 1;
@@ -228,20 +246,7 @@ pub fn from_start(
         }
     }
     page.text = out;
-    page.total = if eof {
-        Total::Exact(scan.lines_so_far())
-    } else if size <= limits.count_up_to {
-        scan.count_to_end(limits.count_up_to)?
-    } else if page.cut.is_some() || scan.fill()? {
-        // Bytes follow the last line returned: at least one more line.
-        Total::AtLeast(first + page.lines)
-    } else {
-        Total::Exact(scan.lines_so_far())
-    };
-    if page.lines == 0 && first > 1 {
-        page.past_end = Some(first);
-    }
-    Ok(page)
+    Ok(eof)
 }
 
 /// The last `n` lines of a file of `size` bytes, read backwards in blocks through `read_at`
@@ -270,6 +275,45 @@ fn last_lines_in_blocks(
     if size == 0 || n == 0 {
         return Ok(page);
     }
+    let (blocks, accepted) = read_back(&mut read_at, n, size, &limits, block_size, &mut page.cut)?;
+    let Some((start, lines)) = accepted else {
+        // The last line alone is over the cap; its number is known where lines are counted.
+        let line = if size <= limits.count_up_to {
+            Some(count_newlines(&mut read_at, size - 1)? + 1)
+        } else {
+            None
+        };
+        let cap = page.cut.unwrap_or(Cap::Bytes(limits.cap));
+        return Err(PageError::LineTooLong { line, cap });
+    };
+    let text = join_from(&blocks, start, size);
+    page.lines = lines;
+    if size > limits.count_up_to && start > 0 {
+        page.first = None;
+        page.total = Total::Unknown;
+        page.text = text;
+        return Ok(page);
+    }
+    let first = count_newlines(&mut read_at, start)? + 1;
+    page.first = Some(first);
+    page.total = Total::Exact(first + lines - 1);
+    page.text = if numbers { number_within_cap(&mut page, &text, &limits)? } else { text };
+    Ok(page)
+}
+
+/// Reads back from the end of a file of `size` bytes, `block_size` bytes at a time, until `n`
+/// whole lines are found or the limits are reached (then `cut` says which). Gives the blocks
+/// read, last first, and the longest span of whole lines within the limits as
+/// `(start, lines)`, if any.
+#[expect(clippy::type_complexity, reason = "a private step's two results")]
+fn read_back(
+    read_at: &mut impl FnMut(&mut [u8], u64) -> io::Result<()>,
+    n: u64,
+    size: u64,
+    limits: &Limits,
+    block_size: u64,
+    cut: &mut Option<Cap>,
+) -> Result<(Vec<(u64, Vec<u8>)>, Option<(u64, u64)>), PageError> {
     // The blocks read, last first. `[pos, size)` has been read; a newline at `p < size - 1`
     // starts a span `[p + 1, size)` of whole lines, one more than the newline before it.
     let mut blocks: Vec<(u64, Vec<u8>)> = Vec::new();
@@ -282,15 +326,15 @@ fn last_lines_in_blocks(
     'scan: loop {
         if pos == 0 {
             // The file holds fewer than `n` lines after the ones found: all of it.
-            match tail.over(&limits) {
+            match tail.over(limits) {
                 None => accepted = Some((0, found + 1)),
-                Some(cap) => page.cut = Some(cap),
+                Some(cap) => *cut = Some(cap),
             }
             break;
         }
-        if let Some(cap) = tail.over(&limits) {
+        if let Some(cap) = tail.over(limits) {
             // Any span reaching further back is over the cap.
-            page.cut = Some(cap);
+            *cut = Some(cap);
             break;
         }
         let start = pos.saturating_sub(block_size);
@@ -305,8 +349,8 @@ fn last_lines_in_blocks(
                 continue; // the last line's own newline
             }
             found += 1;
-            if let Some(cap) = tail.over(&limits) {
-                page.cut = Some(cap);
+            if let Some(cap) = tail.over(limits) {
+                *cut = Some(cap);
                 blocks.push((start, block));
                 break 'scan;
             }
@@ -320,16 +364,11 @@ fn last_lines_in_blocks(
         blocks.push((start, block));
         pos = start;
     }
-    let Some((start, lines)) = accepted else {
-        // The last line alone is over the cap; its number is known where lines are counted.
-        let line = if size <= limits.count_up_to {
-            Some(count_newlines(&mut read_at, size - 1)? + 1)
-        } else {
-            None
-        };
-        let cap = page.cut.unwrap_or(Cap::Bytes(limits.cap));
-        return Err(PageError::LineTooLong { line, cap });
-    };
+    Ok((blocks, accepted))
+}
+
+/// The bytes from `start` to `size`, joined from `blocks` (read last first).
+fn join_from(blocks: &[(u64, Vec<u8>)], start: u64, size: u64) -> Vec<u8> {
     let mut text = Vec::with_capacity((size - start) as usize);
     for (at, block) in blocks.iter().rev() {
         let end = at + block.len() as u64;
@@ -337,18 +376,7 @@ fn last_lines_in_blocks(
             text.extend_from_slice(&block[start.saturating_sub(*at) as usize..]);
         }
     }
-    page.lines = lines;
-    if size > limits.count_up_to && start > 0 {
-        page.first = None;
-        page.total = Total::Unknown;
-        page.text = text;
-        return Ok(page);
-    }
-    let first = count_newlines(&mut read_at, start)? + 1;
-    page.first = Some(first);
-    page.total = Total::Exact(first + lines - 1);
-    page.text = if numbers { number_within_cap(&mut page, &text, &limits)? } else { text };
-    Ok(page)
+    text
 }
 
 /// `text` (whole lines from line `page.first` on), each line numbered, dropping lines from the
@@ -461,16 +489,6 @@ impl Page {
             Total::AtLeast(_) => Some(next),
             Total::Unknown => None,
         }
-    }
-}
-
-/// `16 MiB` for a whole number of MiB, else bytes.
-pub fn size_name(bytes: usize) -> String {
-    const MIB: usize = 1024 * 1024;
-    if bytes >= MIB && bytes % MIB == 0 {
-        format!("{} MiB", bytes / MIB)
-    } else {
-        format!("{bytes} bytes")
     }
 }
 

@@ -22,6 +22,8 @@ use std::fmt;
 
 use unicode_normalization::{is_nfc_quick, IsNormalized, UnicodeNormalization};
 
+use super::block::common_indent;
+
 /// A text bigger than this is not searched for a near match (the miss says only that oldText
 /// was not found). A 2 MiB text takes about 20 ms (`bench.py --only edit-miss`).
 const MAX_TEXT_BYTES: usize = 32 * 1024 * 1024;
@@ -241,8 +243,9 @@ fn likeness(a: &str, b: &str) -> f32 {
 /// The near match at 0-based line `start`: `window` holds the text's lines there, as many as
 /// oldText has (fewer at the end of the text).
 fn describe(start: usize, window: &[&str], old_lines: &[&str]) -> Near {
-    let window_indent = common_indent(window);
-    let old_indent = common_indent(old_lines);
+    // The engine's own indent (spaces and tabs): what the whitespace-normalized match forgives.
+    let window_indent = common_indent(window.iter().copied());
+    let old_indent = common_indent(old_lines.iter().copied());
     let mut differences = Vec::new();
     let mut unnamed = 0;
     let mut first_differing = None;
@@ -471,22 +474,6 @@ fn leading(line: &str) -> &str {
 
 fn trailing(line: &str) -> &str {
     &line[line.trim_end().len()..]
-}
-
-/// The leading whitespace all non-blank lines share.
-fn common_indent<'a>(lines: &[&'a str]) -> &'a str {
-    let mut common: Option<&str> = None;
-    for line in lines.iter().filter(|line| !line.trim().is_empty()) {
-        let lead = leading(line);
-        common = Some(match common {
-            None => lead,
-            Some(c) => {
-                let n = c.bytes().zip(lead.bytes()).take_while(|(a, b)| a == b).count();
-                &c[..n]
-            }
-        });
-    }
-    common.unwrap_or("")
 }
 
 fn strip_indent<'a>(line: &'a str, indent: &str) -> &'a str {

@@ -4,6 +4,7 @@
 use std::io::{self, Read};
 
 use super::*;
+use crate::reply_size::size_name;
 
 /// The real limits, where no file in these tables is big.
 const SMALL: Limits = Limits { cap: 16 << 20, json_cap: usize::MAX, count_up_to: 16 << 20 };

@@ -38,6 +38,10 @@ fn tabs_and_indentation() {
     // named when that match does not run (caseInsensitive, limit other than 1).
     check("    x = 1\n    y = 2\n", "x = 1\ny = 2",
         "the nearest text is lines 1-2; the file's lines are indented by \"    \" where oldText's are by \"\". The file there:\n     1\t    x = 1\n     2\t    y = 2");
+    // The block's indent is the engine's (`block::common_indent`: spaces and tabs only), so a
+    // no-break space is not called a common indent the whitespace-normalized match forgives.
+    check("\u{a0}x = 1\n\u{a0}y = 2\n", "x = 1\ny = 2",
+        "the nearest text is lines 1-2; line 1: the file indents by \"\\u{a0}\" where oldText has \"\"; line 2: the file indents by \"\\u{a0}\" where oldText has \"\". The file there:\n     1\t\u{a0}x = 1\n     2\t\u{a0}y = 2");
 }
 
 #[rustfmt::skip]

@@ -1,11 +1,7 @@
-//! What several tools write the same way: a time as UTC text, and the line that says a search
-//! found nothing.
+//! Times as tools write them: seconds since the epoch as UTC text.
 
 #[cfg(test)]
 mod tests;
-
-/// The whole text of a search that found nothing (search_files, glob_search, grep_files).
-pub const NO_MATCHES: &str = "(no matches found)";
 
 /// Seconds since the Unix epoch as `YYYY-MM-DDTHH:MM:SSZ` (proleptic Gregorian, UTC).
 pub fn iso8601_utc(secs: i64) -> String {

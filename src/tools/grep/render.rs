@@ -1,0 +1,203 @@
+//! Rendering a search's findings: the grep -C text, the per-file lists, and the structured
+//! content's JSON.
+
+use super::*;
+
+/// A line as the output shows it: no `\r`, and cut after `MAX_LINE_CHARS` characters.
+pub(super) fn push_shown_line(out: &mut String, line: &str) {
+    let line = line.strip_suffix('\r').unwrap_or(line);
+    match line.char_indices().nth(MAX_LINE_CHARS) {
+        Some((cut_at, _)) => {
+            out.push_str(&line[..cut_at]);
+            out.push_str(&format!(" … [line cut: {} bytes in all]", line.len()));
+        }
+        None => out.push_str(line),
+    }
+}
+
+/// The line that heads a cut result, or nothing: cut by the reply's bound (`shown` of the
+/// `unit` fit; `also` ends the advice) or by maxResults (`cap`).
+pub(super) fn truncation_header(
+    found: &Findings,
+    unit: &str,
+    shown: usize,
+    cap: usize,
+    also: &str,
+) -> String {
+    if found.over_budget {
+        format!(
+            "[results truncated: showing the first {shown} {unit}, as many as fit the reply's {REPLY_NAME} bound; narrow the regex, directory or globs{also}]\n"
+        )
+    } else if found.truncated {
+        format!(
+            "[results truncated: showing the first {cap} {unit}; narrow the regex, directory or globs, or raise maxResults (max 10000)]\n"
+        )
+    } else {
+        String::new()
+    }
+}
+
+/// The contract's grep -C format: `path:N:text` for matches, `path-N-text` for context, and
+/// `--` between groups (with context only), then `[N matches]`.
+pub(super) fn render(found: &Findings, cap: usize, with_context: bool, skipped: usize) -> String {
+    let n: usize = found.files.iter().map(|f| f.n).sum();
+    let mut out = truncation_header(found, "matching lines", n, cap, ", or lower contextLines");
+    for (i, file) in found.files.iter().enumerate() {
+        if i > 0 && with_context {
+            out.push_str("--\n");
+        }
+        let mut previous: Option<usize> = None;
+        for line in &file.lines {
+            if with_context && previous.is_some_and(|p| p + 1 < line.number) {
+                out.push_str("--\n");
+            }
+            previous = Some(line.number);
+            let sep = if line.matched { ':' } else { '-' };
+            out.push_str(&file.path);
+            out.push(sep);
+            out.push_str(&line.number.to_string());
+            out.push(sep);
+            out.push_str(file.text_of(line));
+            out.push('\n');
+        }
+    }
+    if n == 0 {
+        out = NO_MATCHES.to_string();
+    } else {
+        out.push_str(&format!("[{n} matches]"));
+    }
+    if skipped > 0 {
+        out.push_str(&format!("\n[{skipped} path(s) skipped: outside the allowed directories]"));
+    }
+    out
+}
+
+/// A JSON object written field by field.
+pub(super) struct JsonObject {
+    out: Vec<u8>,
+}
+
+impl JsonObject {
+    pub(super) fn new() -> JsonObject {
+        JsonObject { out: b"{".to_vec() }
+    }
+
+    /// Starts the next field; its value follows.
+    pub(super) fn field(&mut self, name: &str) -> &mut Self {
+        if self.out.len() > 1 {
+            self.out.push(b',');
+        }
+        self.string(name);
+        self.out.push(b':');
+        self
+    }
+
+    pub(super) fn string(&mut self, s: &str) -> &mut Self {
+        push_json_string(&mut self.out, s);
+        self
+    }
+
+    pub(super) fn raw(&mut self, json: &str) -> &mut Self {
+        self.out.extend_from_slice(json.as_bytes());
+        self
+    }
+
+    /// `[item, item, …]`, each written by `write`.
+    pub(super) fn array<T>(
+        &mut self,
+        items: impl IntoIterator<Item = T>,
+        mut write: impl FnMut(&mut Self, T),
+    ) {
+        self.out.push(b'[');
+        for (i, item) in items.into_iter().enumerate() {
+            if i > 0 {
+                self.out.push(b',');
+            }
+            write(self, item);
+        }
+        self.out.push(b']');
+    }
+
+    pub(super) fn finish(mut self) -> String {
+        self.out.push(b'}');
+        // Only serde_json's UTF-8 and ASCII punctuation went in.
+        String::from_utf8(self.out).unwrap_or_default()
+    }
+}
+
+/// `{"path": …, "line": …, "text": …}`.
+pub(super) fn write_line(data: &mut JsonObject, path: &str, number: usize, text: &str) {
+    data.raw("{\"path\":").string(path);
+    data.raw(",\"line\":").raw(&number.to_string());
+    data.raw(",\"text\":").string(text).raw("}");
+}
+
+/// Content mode's `structuredContent` fields: the text's match lines as `matches`, its context
+/// lines (with `contextLines` only) as `context`, and the footer's count as `totalMatches`.
+pub(super) fn content_data(data: &mut JsonObject, found: &Findings, with_context: bool) {
+    let lines = |matched: bool| {
+        found.files.iter().flat_map(move |file| {
+            file.lines.iter().filter(move |hit| hit.matched == matched).map(move |hit| (file, hit))
+        })
+    };
+    data.field("matches");
+    data.array(lines(true), |data, (file, hit)| {
+        write_line(data, &file.path, hit.number, file.text_of(hit));
+    });
+    let total: usize = found.files.iter().map(|f| f.n).sum();
+    data.field("totalMatches").raw(&total.to_string());
+    if with_context {
+        data.field("context");
+        data.array(lines(false), |data, (file, hit)| {
+            write_line(data, &file.path, hit.number, file.text_of(hit));
+        });
+    }
+}
+
+/// The per-file modes' `structuredContent` fields: `files`, or `counts` and `totalMatches`.
+pub(super) fn per_file_data(data: &mut JsonObject, found: &Findings, mode: OutputMode) {
+    if mode == OutputMode::FilesWithMatches {
+        data.field("files");
+        data.array(&found.files, |data, f| {
+            data.string(&f.path);
+        });
+        return;
+    }
+    data.field("counts");
+    data.array(&found.files, |data, f| {
+        data.raw("{\"path\":").string(&f.path).raw(",\"count\":").raw(&f.n.to_string()).raw("}");
+    });
+    let total: usize = found.files.iter().map(|f| f.n).sum();
+    data.field("totalMatches").raw(&total.to_string());
+}
+
+/// files_with_matches: one path per line; count: `path:N` per file. `[N files]` or
+/// `[N matches in M files]` closes the list.
+pub(super) fn render_per_file(
+    found: &Findings,
+    mode: OutputMode,
+    cap: usize,
+    skipped: usize,
+) -> String {
+    let n_files = found.files.len();
+    let mut out = truncation_header(found, "files", n_files, cap, "");
+    let n_matches: usize = found.files.iter().map(|f| f.n).sum();
+    for file in &found.files {
+        out.push_str(&file.path);
+        if mode == OutputMode::Count {
+            out.push_str(&format!(":{}", file.n));
+        }
+        out.push('\n');
+    }
+    if n_files == 0 {
+        out = NO_MATCHES.to_string();
+    } else if mode == OutputMode::Count {
+        out.push_str(&format!("[{n_matches} matches in {n_files} files]"));
+    } else {
+        out.push_str(&format!("[{n_files} files]"));
+    }
+    if skipped > 0 {
+        out.push_str(&format!("\n[{skipped} path(s) skipped: outside the allowed directories]"));
+    }
+    out
+}
