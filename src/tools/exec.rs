@@ -3,10 +3,11 @@
 //!
 //! The child's stdin is `/dev/null`: it must never read the server's protocol stream. Both
 //! output pipes are drained at once by their own threads, so a chatty child never blocks on a
-//! full pipe, and each keeps at most `STREAM_CAP` bytes, so memory stays bounded. When the
-//! shell exits, whatever it left running in its process group (`sleep 1000 &`) is killed too:
-//! those processes hold the pipes open, and a command's effects should end with the command.
-//! When the server ends first, however it ends, the group's guardian kills it (`lifeline`).
+//! full pipe, and each keeps its first 128 KB and last 384 KB (`output`), so memory stays
+//! bounded. When the shell exits, whatever it left running in its process group
+//! (`sleep 1000 &`) is killed too: those processes hold the pipes open, and a command's effects
+//! should end with the command. When the server ends first, however it ends, the group's
+//! guardian kills it (`lifeline`).
 
 use std::io::Read;
 use std::os::fd::{AsFd, AsRawFd};
@@ -23,11 +24,10 @@ use serde_json::json;
 use crate::error::ToolError;
 use crate::policy::{Access, ResolvedPath};
 use crate::tools::{resolve_dir, Content, Ctx, Output, Structured};
+use output::Captured;
 
 mod lifeline;
-
-/// Bytes kept of each stream; the rest is read and counted, not kept.
-pub const STREAM_CAP: usize = 512 * 1024;
+mod output;
 /// Between SIGTERM and SIGKILL at the deadline.
 const GRACE: Duration = Duration::from_secs(3);
 /// How often the waiting loop looks at the child, the deadline and cancellation.
@@ -194,13 +194,6 @@ fn stop(child: &mut Child, pgid: Pid) -> ExitStatus {
     child.wait().unwrap_or(ExitStatus::from_raw(Signal::SIGKILL as i32))
 }
 
-/// What one stream produced: the first `STREAM_CAP` bytes, and how many there were in all.
-#[derive(Default)]
-struct Captured {
-    kept: Vec<u8>,
-    total: usize,
-}
-
 fn drain(stream: Option<impl Read>, produced: &AtomicU64) -> Captured {
     let mut captured = Captured::default();
     let Some(mut stream) = stream else { return captured };
@@ -209,9 +202,7 @@ fn drain(stream: Option<impl Read>, produced: &AtomicU64) -> Captured {
         match stream.read(&mut buf) {
             Ok(0) => break,
             Ok(n) => {
-                let room = STREAM_CAP.saturating_sub(captured.kept.len());
-                captured.kept.extend_from_slice(&buf[..n.min(room)]);
-                captured.total += n;
+                captured.push(&buf[..n]);
                 produced.fetch_add(n as u64, Ordering::Relaxed);
             }
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
@@ -222,30 +213,25 @@ fn drain(stream: Option<impl Read>, produced: &AtomicU64) -> Captured {
 }
 
 fn render(out: Captured, err: Captured, status: ExitStatus, timed_out: Option<u64>) -> Output {
+    let stdout = out.render(|cut| cut_note("stdout", cut, out.total));
+    let stderr = err.render(|cut| cut_note("stderr", cut, err.total));
     // The data, as the text says it: the shell's exit code, or the signal that ended it (which
     // the text shows as the shell's 128 + N).
     let structured = json!({
         "exitCode": status.code(),
         "signal": status.signal(),
         "timedOut": timed_out.is_some(),
-        "stdout": String::from_utf8_lossy(&out.kept),
-        "stderr": String::from_utf8_lossy(&err.kept),
+        "stdout": stdout,
+        "stderr": stderr,
         "stdoutBytes": out.total,
         "stderrBytes": err.total,
-        "stdoutTruncated": out.total > out.kept.len(),
-        "stderrTruncated": err.total > err.kept.len(),
+        "stdoutTruncated": out.cut(),
+        "stderrTruncated": err.cut(),
     });
     let code = status.code().unwrap_or_else(|| 128 + status.signal().unwrap_or(0));
-    let mut text = if out.total == 0 {
-        "(no output)".to_string()
-    } else {
-        String::from_utf8_lossy(&out.kept).into_owned()
-    };
+    let mut text = if out.total == 0 { "(no output)".to_string() } else { stdout };
     if !text.ends_with('\n') {
         text.push('\n');
-    }
-    if out.total > out.kept.len() {
-        text.push_str(&truncation_note("stdout", &out));
     }
     if let Some(seconds) = timed_out {
         text.push_str(&format!(
@@ -256,24 +242,18 @@ fn render(out: Captured, err: Captured, status: ExitStatus, timed_out: Option<u6
     text.push_str(&format!("[exit code: {code}]"));
     let mut content = vec![Content::Text(text)];
     if err.total > 0 {
-        let mut text = format!("[stderr]\n{}", String::from_utf8_lossy(&err.kept));
-        if err.total > err.kept.len() {
-            if !text.ends_with('\n') {
-                text.push('\n');
-            }
-            text.push_str(truncation_note("stderr", &err).trim_end());
-        }
-        content.push(Content::Text(text));
+        content.push(Content::Text(format!("[stderr]\n{stderr}")));
     }
     let is_error = code != 0 || timed_out.is_some();
     Output { content, is_error, structured: Some(Structured::Value(structured)) }
 }
 
-fn truncation_note(stream: &str, captured: &Captured) -> String {
+/// Said where a stream's middle was cut: exactly how many bytes are not shown.
+fn cut_note(stream: &str, cut: usize, total: usize) -> String {
     format!(
-        "[{stream} truncated: showing the first {} KB of {} bytes]\n",
-        STREAM_CAP / 1024,
-        captured.total
+        "\n[{stream}: {cut} bytes cut here, between the first {} KB and the last {} KB of {total} bytes]\n",
+        output::HEAD / 1024,
+        output::TAIL / 1024
     )
 }
 

@@ -488,8 +488,11 @@ fn execute_command_data_is_the_text() {
     let long = run("yes x | head -c 600000");
     assert_eq!(long.data["stdoutBytes"], 600_000);
     assert_eq!(long.data["stdoutTruncated"], true);
-    assert_eq!(long.data["stdout"].as_str().unwrap().len(), 512 * 1024);
-    assert!(long.texts[0].contains("[stdout truncated: showing the first 512 KB of 600000 bytes]"));
+    // The first 128 KB and the last 384 KB, with the note between them, as in the text.
+    let note = "\n[stdout: 75712 bytes cut here, between the first 128 KB and the last 384 KB of 600000 bytes]\n";
+    let stdout = long.data["stdout"].as_str().unwrap();
+    assert_eq!(stdout.len(), 512 * 1024 + note.len());
+    assert_eq!(stdout.find(note), Some(128 * 1024));
 }
 
 #[test]
