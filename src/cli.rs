@@ -197,8 +197,8 @@ struct SelectionArgs {
     #[arg(long = "disable-tool", value_name = "NAME")]
     disable_tool: Vec<String>,
 
-    /// Leave execute_command out: no shell for this client (the same as
-    /// `--disable-tool execute_command`).
+    /// Leave execute_command and command_session out: no shell for this client (the same as
+    /// `--disable-tool execute_command --disable-tool command_session`).
     #[arg(long)]
     no_exec: bool,
 }
@@ -405,7 +405,7 @@ fn print_config_invocation(print: PrintConfigArgs, matches: &ArgMatches) -> Invo
 fn selection_of(args: &SelectionArgs) -> Selection {
     let mut disabled = args.disable_tool.clone();
     if args.no_exec {
-        disabled.push("execute_command".to_string());
+        disabled.extend(["execute_command".to_string(), "command_session".to_string()]);
     }
     Selection { read_only: args.read_only, only: args.tools.clone(), disabled }
 }

@@ -36,6 +36,7 @@ pub static FILES: &[(&str, &str)] = embed!(
     "glob_search",
     "grep_files",
     "execute_command",
+    "command_session",
 );
 
 /// One tool's definition as served by `tools/list`, and its compiled validator.

@@ -20,6 +20,7 @@ pub const WRITERS: &[&str] = &[
     "move_file",
     "copy_file",
     "execute_command",
+    "command_session",
 ];
 
 /// The tool flags as given on the command line.

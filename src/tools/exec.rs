@@ -8,6 +8,8 @@
 //! (`sleep 1000 &`) is killed too: those processes hold the pipes open, and a command's effects
 //! should end with the command. When the server ends first, however it ends, the group's
 //! guardian kills it (`lifeline`).
+//!
+//! `background` and `tty` run the command as a session instead (`session`, `command_session`).
 
 use std::io::Read;
 use std::os::fd::{AsFd, AsRawFd};
@@ -26,8 +28,14 @@ use crate::policy::{Access, ResolvedPath};
 use crate::tools::{resolve_dir, Content, Ctx, Output, Structured};
 use output::Captured;
 
+pub mod command_session;
 mod lifeline;
 mod output;
+mod session;
+mod spill;
+
+/// A foreground command's longest timeout, in seconds (the contract's).
+const FOREGROUND_TIMEOUT: u64 = 60;
 /// Between SIGTERM and SIGKILL at the deadline.
 const GRACE: Duration = Duration::from_secs(3);
 /// How often the waiting loop looks at the child, the deadline and cancellation.
@@ -38,12 +46,14 @@ const POLL: Duration = Duration::from_millis(5);
 pub struct ExecArgs {
     command: String,
     working_directory: Option<String>,
-    #[serde(default = "default_timeout")]
-    timeout: u64,
-}
-
-fn default_timeout() -> u64 {
-    30
+    /// Seconds; 30 for a foreground command, none for a session.
+    timeout: Option<u64>,
+    #[serde(default)]
+    background: bool,
+    #[serde(default)]
+    tty: bool,
+    /// How long a session's first call waits for the command to end.
+    wait_seconds: Option<u64>,
 }
 
 /// How the command ended.
@@ -57,12 +67,24 @@ pub fn execute_command(ctx: &Ctx, args: ExecArgs) -> Result<Output, ToolError> {
     if let Some(name) = denied_name(&args.command, &ctx.settings.deny_commands) {
         return Err(ToolError::CommandDenied { name });
     }
+    if args.background || args.tty {
+        return command_session::start(ctx, &args);
+    }
+    let timeout = args.timeout.unwrap_or(30);
+    if timeout > FOREGROUND_TIMEOUT {
+        return Err(ToolError::invalid_params(
+            "timeout",
+            format!(
+                "{timeout} s is over {FOREGROUND_TIMEOUT} s; give background: true to run longer"
+            ),
+        ));
+    }
     let cwd = working_directory(ctx, args.working_directory.as_deref())?;
-    let mut child = spawn(ctx, &args.command, &cwd)?;
+    let mut child = spawn(ctx, &args.command, &cwd, Streams::piped())?;
     let pgid = Pid::from_raw(child.id() as i32);
     let stdout = child.stdout.take();
     let stderr = child.stderr.take();
-    let clock = Clock { started: Instant::now(), timeout: args.timeout };
+    let clock = Clock { started: Instant::now(), timeout };
     // Output bytes so far, for progress reports.
     let produced = AtomicU64::new(0);
     let (ending, out, err) = std::thread::scope(|s| {
@@ -78,7 +100,7 @@ pub fn execute_command(ctx: &Ctx, args: ExecArgs) -> Result<Output, ToolError> {
         Ending::TimedOut(status) => (status, true),
         Ending::Cancelled => return Ok(Output::text("(cancelled)")),
     };
-    Ok(render(out, err, status, timed_out.then_some(args.timeout)))
+    Ok(render(out, err, status, timed_out.then_some(timeout)))
 }
 
 /// `workingDirectory`, which read access suffices for; by default the first read-write root,
@@ -98,8 +120,24 @@ fn working_directory(ctx: &Ctx, raw: Option<&str>) -> Result<ResolvedPath, ToolE
     resolve_dir(ctx, &raw, "use working directory")
 }
 
+/// A command's stdin, stdout and stderr, and whether they are a terminal that is to be its
+/// controlling terminal.
+struct Streams {
+    stdin: Stdio,
+    stdout: Stdio,
+    stderr: Stdio,
+    tty: bool,
+}
+
+impl Streams {
+    /// A foreground command's: no input, two pipes.
+    fn piped() -> Streams {
+        Streams { stdin: Stdio::null(), stdout: Stdio::piped(), stderr: Stdio::piped(), tty: false }
+    }
+}
+
 #[expect(clippy::disallowed_methods, reason = "exec is where replay starts processes")]
-fn spawn(ctx: &Ctx, command: &str, cwd: &ResolvedPath) -> Result<Child, ToolError> {
+fn spawn(ctx: &Ctx, command: &str, cwd: &ResolvedPath, io: Streams) -> Result<Child, ToolError> {
     // The working directory is entered through a handle opened beneath its root, as the file
     // tools open theirs: the child changes into it with `fchdir` on its inherited copy of the
     // handle, so a directory swapped for a symlink after the check is not followed. Joining
@@ -109,7 +147,8 @@ fn spawn(ctx: &Ctx, command: &str, cwd: &ResolvedPath) -> Result<Child, ToolErro
     let dir = cwd.open_dir().map_err(|e| ToolError::io("use working directory", &cwd.shown, e))?;
     let handle = dir.as_raw_fd();
     let mut cmd = std::process::Command::new("/bin/sh");
-    cmd.arg("-c").arg(command).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    cmd.arg("-c").arg(command).stdin(io.stdin).stdout(io.stdout).stderr(io.stderr);
+    let tty = io.tty;
     if let Some(tmp) = &ctx.settings.command_tmp {
         cmd.env("TMPDIR", tmp.dir());
     }
@@ -123,6 +162,11 @@ fn spawn(ctx: &Ctx, command: &str, cwd: &ResolvedPath) -> Result<Child, ToolErro
             // open the user's terminal as `/dev/tty` and push keystrokes into it (TIOCSTI),
             // which the shell reading them would run outside the sandbox.
             if libc::setsid() < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // A session's own terminal becomes its controlling terminal, for job control and
+            // `/dev/tty`; input typed into it comes from command_session only.
+            if tty && libc::ioctl(0, libc::TIOCSCTTY as _, 0) < 0 {
                 return Err(std::io::Error::last_os_error());
             }
             if libc::fchdir(handle) < 0 {

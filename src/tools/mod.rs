@@ -124,6 +124,7 @@ pub fn call(name: &str, ctx: &Ctx, args: Value) -> Result<Output, ToolError> {
         "glob_search" => find::glob_search(ctx, parse(args)?),
         "grep_files" => grep::grep_files(ctx, parse(args)?),
         "execute_command" => exec::execute_command(ctx, parse(args)?),
+        "command_session" => exec::command_session::command_session(ctx, parse(args)?),
         _ => Err(ToolError::invalid_params(
             "name",
             format!("names no tool of this server: {name:?}"),

@@ -31,6 +31,8 @@ mod roots;
 mod scale;
 mod search;
 mod selection;
+// Background commands, command_session, and the foreground head-and-tail note (issue #23).
+mod sessions;
 mod structured;
 mod turns;
 mod write;

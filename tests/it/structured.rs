@@ -1,4 +1,4 @@
-//! Structured output: the eight tools with an `outputSchema` answer with `structuredContent` that
+//! Structured output: the nine tools with an `outputSchema` answer with `structuredContent` that
 //! the schema served by `tools/list` accepts, and that says what the text says.
 //!
 //! Each test reads the text as the contract spells it and checks the data against it: the same
@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 use crate::harness::{key_values, path_str, Response, Server, TestEnv};
 
 /// The tools that declare an `outputSchema`; the others declare none.
-const TOOLS: [&str; 8] = [
+const TOOLS: [&str; 9] = [
     "get_file_info",
     "list_directory",
     "directory_tree",
@@ -20,6 +20,7 @@ const TOOLS: [&str; 8] = [
     "glob_search",
     "grep_files",
     "execute_command",
+    "command_session",
 ];
 
 /// A server and the output schemas its `tools/list` serves.
