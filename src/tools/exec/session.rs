@@ -64,7 +64,6 @@ struct State {
     timed_out: bool,
     /// The output was read to its end (every writer gone).
     drained: bool,
-    input_closed: bool,
     /// The spill file failed: output after this offset is lost, and replies say so.
     spill_error: Option<(u64, String)>,
 }
@@ -227,7 +226,6 @@ pub fn start(
             ended: None,
             timed_out: false,
             drained: false,
-            input_closed: false,
             spill_error: None,
         }),
         changed: Condvar::new(),
@@ -376,7 +374,6 @@ impl Session {
             self.write_input(ctx, "\u{4}")?;
         }
         *lock(&self.input) = None;
-        self.state().input_closed = true;
         Ok(())
     }
 
