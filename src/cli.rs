@@ -287,8 +287,8 @@ struct SelectionArgs {
     #[arg(long = "disable-tool", value_name = "NAME")]
     disable_tool: Vec<String>,
 
-    /// Leave execute_command out: no shell for this client (the same as
-    /// `--disable-tool execute_command`).
+    /// Leave execute_command and command_session out: no shell for this client (the same as
+    /// `--disable-tool execute_command --disable-tool command_session`).
     #[arg(long)]
     no_exec: bool,
 }
@@ -560,7 +560,10 @@ fn client_server_args(
 fn selection_of(args: &SelectionArgs) -> Selection {
     let mut disabled = args.disable_tool.clone();
     if args.no_exec {
-        disabled.push(Tool::ExecuteCommand.name().to_string());
+        // Commands, and the sessions they leave: every tool whose effects no path names.
+        disabled.extend(
+            Tool::ALL.into_iter().filter(|t| t.runs_commands()).map(|t| t.name().to_string()),
+        );
     }
     Selection { read_only: args.read_only, only: args.tools.clone(), disabled }
 }

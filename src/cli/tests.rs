@@ -115,7 +115,7 @@ fn no_exec_is_disable_tool_execute_command() {
         }
         other => panic!("{other:?}"),
     };
-    assert_eq!(disabled(&["--no-exec"]), ["execute_command"]);
+    assert_eq!(disabled(&["--no-exec"]), ["execute_command", "command_session"]);
     assert_eq!(disabled(&["--disable-tool", "execute_command"]), ["execute_command"]);
     assert_eq!(disabled(&[]), Vec::<String>::new());
 }

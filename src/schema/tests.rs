@@ -59,7 +59,7 @@ fn field_names() {
     assert_eq!(field_name("/edits/0/oldText"), "edits[0].oldText");
 }
 
-/// Every tool has a title and the four hints; only execute_command reaches beyond the allowed
+/// Every tool has a title and the four hints; only the command tools reach beyond the allowed
 /// directories (openWorldHint), and a tool is read-only exactly when it changes nothing.
 #[test]
 fn every_tool_has_a_title_and_honest_hints() {
@@ -70,7 +70,8 @@ fn every_tool_has_a_title_and_honest_hints() {
         for hint in ["readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"] {
             assert!(hints[hint].is_boolean(), "{}: {hint}", def.name);
         }
-        assert_eq!(hints["openWorldHint"] == true, def.name == "execute_command", "{}", def.name);
+        let open = matches!(def.name, "execute_command" | "command_session");
+        assert_eq!(hints["openWorldHint"] == true, open, "{}", def.name);
         let reads_only = def.name.starts_with("read_")
             || def.name.starts_with("list_")
             || ["directory_tree", "get_file_info", "search_files", "glob_search", "grep_files"]
@@ -208,7 +209,7 @@ fn schema_errors_do_not_quote_the_value() {
 
 /// The most the default tool list may cost a model, in o200k_base tokens. See: issue #15
 /// (7,268 tokens before; the official filesystem server's 14 tools take 1,665).
-const TOKEN_BUDGET: usize = 2_400;
+const TOKEN_BUDGET: usize = 2_800;
 
 /// What a host puts in the model's context for each tool, as `../shared/tools/count-tokens`
 /// counts it: the JSON of `{name, description, input_schema}` in that key order.

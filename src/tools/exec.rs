@@ -4,10 +4,13 @@
 //!
 //! The child's stdin is `/dev/null`: it must never read the server's protocol stream. Both
 //! output pipes are drained at once by their own threads, so a chatty child never blocks on a
-//! full pipe, and each keeps at most `STREAM_CAP` bytes, so memory stays bounded. When the
-//! shell exits, whatever it left running in its process group (`sleep 1000 &`) is killed too:
-//! those processes hold the pipes open, and a command's effects should end with the command.
-//! When the server ends first, however it ends, the group's guardian kills it (`lifeline`).
+//! full pipe, and each keeps its first 128 KB and last 384 KB (`output`), so memory stays
+//! bounded. When the shell exits, whatever it left running in its process group
+//! (`sleep 1000 &`) is killed too: those processes hold the pipes open, and a command's effects
+//! should end with the command. When the server ends first, however it ends, the group's
+//! guardian kills it (`lifeline`).
+//!
+//! `background` and `tty` run the command as a session instead (`session`, `command_session`).
 
 use std::io::Read;
 use std::os::fd::{AsFd, AsRawFd};
@@ -24,11 +27,16 @@ use serde_json::json;
 use crate::error::ToolError;
 use crate::policy::{Access, ResolvedPath};
 use crate::tools::{resolve_dir, Content, Ctx, Output, Structured};
+use output::Captured;
 
+pub mod command_session;
 mod lifeline;
+mod output;
+mod session;
+mod spill;
 
-/// Bytes kept of each stream; the rest is read and counted, not kept.
-pub const STREAM_CAP: usize = 512 * 1024;
+/// A foreground command's longest timeout, in seconds (the contract's).
+const FOREGROUND_TIMEOUT: u64 = 60;
 /// Between SIGTERM and SIGKILL at the deadline.
 const GRACE: Duration = Duration::from_secs(3);
 /// How often the waiting loop looks at the child, the deadline and cancellation.
@@ -39,12 +47,14 @@ const POLL: Duration = Duration::from_millis(5);
 pub struct ExecArgs {
     command: String,
     working_directory: Option<String>,
-    #[serde(default = "default_timeout")]
-    timeout: u64,
-}
-
-fn default_timeout() -> u64 {
-    30
+    /// Seconds; 30 for a foreground command, none for a session.
+    timeout: Option<u64>,
+    #[serde(default)]
+    background: bool,
+    #[serde(default)]
+    tty: bool,
+    /// How long a session's first call waits for the command to end.
+    wait_seconds: Option<u64>,
 }
 
 /// How the command ended.
@@ -58,12 +68,24 @@ pub fn execute_command(ctx: &Ctx, args: ExecArgs) -> Result<Output, ToolError> {
     if let Some(name) = denied_name(&args.command, &ctx.settings.deny_commands) {
         return Err(ToolError::CommandDenied { name });
     }
+    if args.background || args.tty {
+        return command_session::start(ctx, &args);
+    }
+    let timeout = args.timeout.unwrap_or(30);
+    if timeout > FOREGROUND_TIMEOUT {
+        return Err(ToolError::invalid_params(
+            "timeout",
+            format!(
+                "{timeout} s is over {FOREGROUND_TIMEOUT} s; give background: true to run longer"
+            ),
+        ));
+    }
     let cwd = working_directory(ctx, args.working_directory.as_deref())?;
-    let mut child = spawn(ctx, &args.command, &cwd)?;
+    let mut child = spawn(ctx, &args.command, &cwd, Streams::piped())?;
     let pgid = Pid::from_raw(child.id() as i32);
     let stdout = child.stdout.take();
     let stderr = child.stderr.take();
-    let clock = Clock { started: Instant::now(), timeout: args.timeout };
+    let clock = Clock { started: Instant::now(), timeout };
     // Output bytes so far, for progress reports.
     let produced = AtomicU64::new(0);
     let (ending, out, err) = std::thread::scope(|s| {
@@ -82,9 +104,9 @@ pub fn execute_command(ctx: &Ctx, args: ExecArgs) -> Result<Output, ToolError> {
     // A failure the sandbox caused says so, and which flag would allow it (`grants::hint`).
     let hint = match status.success() {
         true => None,
-        false => ctx.settings.confinement.refusal_hint(&err.kept),
+        false => ctx.settings.confinement.refusal_hint(&err.last_bytes(4096)),
     };
-    let mut output = render(out, err, status, timed_out.then_some(args.timeout));
+    let mut output = render(out, err, status, timed_out.then_some(timeout));
     if let (Some(hint), Some(Content::Text(last))) = (hint, output.content.last_mut()) {
         if !last.ends_with('\n') {
             last.push('\n');
@@ -111,8 +133,24 @@ fn working_directory(ctx: &Ctx, raw: Option<&str>) -> Result<ResolvedPath, ToolE
     resolve_dir(ctx, &raw, "use working directory")
 }
 
+/// A command's stdin, stdout and stderr, and whether they are a terminal that is to be its
+/// controlling terminal.
+struct Streams {
+    stdin: Stdio,
+    stdout: Stdio,
+    stderr: Stdio,
+    tty: bool,
+}
+
+impl Streams {
+    /// A foreground command's: no input, two pipes.
+    fn piped() -> Streams {
+        Streams { stdin: Stdio::null(), stdout: Stdio::piped(), stderr: Stdio::piped(), tty: false }
+    }
+}
+
 #[expect(clippy::disallowed_methods, reason = "exec is where replay starts processes")]
-fn spawn(ctx: &Ctx, command: &str, cwd: &ResolvedPath) -> Result<Child, ToolError> {
+fn spawn(ctx: &Ctx, command: &str, cwd: &ResolvedPath, io: Streams) -> Result<Child, ToolError> {
     // The working directory is entered through a handle opened beneath its root, as the file
     // tools open theirs: the child changes into it with `fchdir` on its inherited copy of the
     // handle, so a directory swapped for a symlink after the check is not followed. Joining
@@ -122,7 +160,8 @@ fn spawn(ctx: &Ctx, command: &str, cwd: &ResolvedPath) -> Result<Child, ToolErro
     let dir = cwd.open_dir().map_err(|e| ToolError::io("use working directory", &cwd.shown, e))?;
     let handle = dir.as_raw_fd();
     let mut cmd = std::process::Command::new("/bin/sh");
-    cmd.arg("-c").arg(command).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    cmd.arg("-c").arg(command).stdin(io.stdin).stdout(io.stdout).stderr(io.stderr);
+    let tty = io.tty;
     if let Some(tmp) = &ctx.settings.command_tmp {
         cmd.env("TMPDIR", tmp.dir());
     }
@@ -136,6 +175,11 @@ fn spawn(ctx: &Ctx, command: &str, cwd: &ResolvedPath) -> Result<Child, ToolErro
             // open the user's terminal as `/dev/tty` and push keystrokes into it (TIOCSTI),
             // which the shell reading them would run outside the sandbox.
             if libc::setsid() < 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            // A session's own terminal becomes its controlling terminal, for job control and
+            // `/dev/tty`; input typed into it comes from command_session only.
+            if tty && libc::ioctl(0, libc::TIOCSCTTY as _, 0) < 0 {
                 return Err(std::io::Error::last_os_error());
             }
             if libc::fchdir(handle) < 0 {
@@ -207,13 +251,6 @@ fn stop(child: &mut Child, pgid: Pid) -> ExitStatus {
     child.wait().unwrap_or(ExitStatus::from_raw(Signal::SIGKILL as i32))
 }
 
-/// What one stream produced: the first `STREAM_CAP` bytes, and how many there were in all.
-#[derive(Default)]
-struct Captured {
-    kept: Vec<u8>,
-    total: usize,
-}
-
 fn drain(stream: Option<impl Read>, produced: &AtomicU64) -> Captured {
     let mut captured = Captured::default();
     let Some(mut stream) = stream else { return captured };
@@ -222,9 +259,7 @@ fn drain(stream: Option<impl Read>, produced: &AtomicU64) -> Captured {
         match stream.read(&mut buf) {
             Ok(0) => break,
             Ok(n) => {
-                let room = STREAM_CAP.saturating_sub(captured.kept.len());
-                captured.kept.extend_from_slice(&buf[..n.min(room)]);
-                captured.total += n;
+                captured.push(&buf[..n]);
                 produced.fetch_add(n as u64, Ordering::Relaxed);
             }
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
@@ -235,30 +270,25 @@ fn drain(stream: Option<impl Read>, produced: &AtomicU64) -> Captured {
 }
 
 fn render(out: Captured, err: Captured, status: ExitStatus, timed_out: Option<u64>) -> Output {
+    let stdout = out.render(|cut| cut_note("stdout", cut, out.total));
+    let stderr = err.render(|cut| cut_note("stderr", cut, err.total));
     // The data, as the text says it: the shell's exit code, or the signal that ended it (which
     // the text shows as the shell's 128 + N).
     let structured = json!({
         "exitCode": status.code(),
         "signal": status.signal(),
         "timedOut": timed_out.is_some(),
-        "stdout": String::from_utf8_lossy(&out.kept),
-        "stderr": String::from_utf8_lossy(&err.kept),
+        "stdout": stdout,
+        "stderr": stderr,
         "stdoutBytes": out.total,
         "stderrBytes": err.total,
-        "stdoutTruncated": out.total > out.kept.len(),
-        "stderrTruncated": err.total > err.kept.len(),
+        "stdoutTruncated": out.cut(),
+        "stderrTruncated": err.cut(),
     });
     let code = status.code().unwrap_or_else(|| 128 + status.signal().unwrap_or(0));
-    let mut text = if out.total == 0 {
-        "(no output)".to_string()
-    } else {
-        String::from_utf8_lossy(&out.kept).into_owned()
-    };
+    let mut text = if out.total == 0 { "(no output)".to_string() } else { stdout };
     if !text.ends_with('\n') {
         text.push('\n');
-    }
-    if out.total > out.kept.len() {
-        text.push_str(&truncation_note("stdout", &out));
     }
     if let Some(seconds) = timed_out {
         text.push_str(&format!(
@@ -269,24 +299,18 @@ fn render(out: Captured, err: Captured, status: ExitStatus, timed_out: Option<u6
     text.push_str(&format!("[exit code: {code}]"));
     let mut content = vec![Content::Text(text)];
     if err.total > 0 {
-        let mut text = format!("[stderr]\n{}", String::from_utf8_lossy(&err.kept));
-        if err.total > err.kept.len() {
-            if !text.ends_with('\n') {
-                text.push('\n');
-            }
-            text.push_str(truncation_note("stderr", &err).trim_end());
-        }
-        content.push(Content::Text(text));
+        content.push(Content::Text(format!("[stderr]\n{stderr}")));
     }
     let is_error = code != 0 || timed_out.is_some();
     Output { content, is_error, structured: Some(Structured::Value(structured)) }
 }
 
-fn truncation_note(stream: &str, captured: &Captured) -> String {
+/// Said where a stream's middle was cut: exactly how many bytes are not shown.
+fn cut_note(stream: &str, cut: usize, total: usize) -> String {
     format!(
-        "[{stream} truncated: showing the first {} KB of {} bytes]\n",
-        STREAM_CAP / 1024,
-        captured.total
+        "\n[{stream}: {cut} bytes cut here, between the first {} KB and the last {} KB of {total} bytes]\n",
+        output::HEAD / 1024,
+        output::TAIL / 1024
     )
 }
 

@@ -37,6 +37,7 @@ pub enum Tool {
     GlobSearch,
     GrepFiles,
     ExecuteCommand,
+    CommandSession,
 }
 
 /// One row: what the server knows of a tool.
@@ -93,7 +94,7 @@ macro_rules! schema {
 const PATH: &[Target] = &[Target::Path("path")];
 
 impl Tool {
-    pub const ALL: [Tool; 17] = [
+    pub const ALL: [Tool; 18] = [
         Tool::ReadFile,
         Tool::ReadMultipleFiles,
         Tool::WriteFile,
@@ -111,6 +112,7 @@ impl Tool {
         Tool::GlobSearch,
         Tool::GrepFiles,
         Tool::ExecuteCommand,
+        Tool::CommandSession,
     ];
 
     /// The tool named `name`, if replay has one.
@@ -123,6 +125,11 @@ impl Tool {
     }
 
     /// Whether the tool changes anything: files, or whatever a shell can reach.
+    /// Whether it runs or drives commands (`--no-exec` leaves these out).
+    pub fn runs_commands(self) -> bool {
+        self.spec().effect == Effect::OpenWorld
+    }
+
     pub fn writes(self) -> bool {
         self.spec().effect != Effect::ReadOnly
     }
@@ -290,6 +297,15 @@ impl Tool {
                 name: "execute_command",
                 schema: schema!("execute_command"),
                 handler: |ctx, args| exec::execute_command(ctx, parse(args)?),
+                effect: OpenWorld,
+                holds_data: false,
+                runs: Pool,
+                aliases: None,
+            },
+            Tool::CommandSession => Spec {
+                name: "command_session",
+                schema: schema!("command_session"),
+                handler: |ctx, args| exec::command_session::command_session(ctx, parse(args)?),
                 effect: OpenWorld,
                 holds_data: false,
                 runs: Pool,

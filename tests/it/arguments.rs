@@ -164,6 +164,12 @@ fn r15_a_misspelled_argument_is_refused_with_a_suggestion_and_nothing_changes() 
             "working_directory",
             "workingDirectory",
         ),
+        (
+            "command_session",
+            json!({"session": 1, "close_input": true}),
+            "close_input",
+            "closeInput",
+        ),
     ];
     let mut server = Server::start(&env);
     let before = env.snapshot();

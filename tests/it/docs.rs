@@ -231,7 +231,7 @@ fn the_table_check_catches_each_kind_of_drift() {
     assert_eq!(edited(&format!("{row}\n"), ""), ["delete_file: in schemas/, but not in the table"]);
     assert_eq!(
         edited("**`command`**, `workingDirectory`", "**`command`**, the `workingDirectory`"),
-        ["execute_command: parameters cell: expected `name` or **`name`** at \"the `workingDirectory`, `timeout`\""]
+        ["execute_command: parameters cell: expected `name` or **`name`** at \"the `workingDirectory`, `timeout`, `background`, `waitSeconds`, `tty`\""]
     );
 }
 

@@ -23,6 +23,8 @@ use crate::harness::{
 
 /// What the server keeps of each output stream.
 const CAP: usize = 512 * 1024;
+/// Of `CAP`, the bytes kept from a stream's start; the rest are its last.
+const HEAD: usize = 128 * 1024;
 
 /// An `execute_command` result: the stdout item, the stderr item when there is one, and
 /// `isError` as sent (`None` when absent).
@@ -426,23 +428,26 @@ fn normal_exit_kills_background_children() {
 // ---------------------------------------------------------------------------------------------
 
 /// `n` bytes of `y` written to stdout, or to stderr when `to_stderr`, are kept whole up to the
-/// cap and otherwise cut at it with a notice giving the full count.
+/// cap, and otherwise as their first 128 KB and last 384 KB with a note of exactly how many
+/// bytes were cut between them.
 #[track_caller]
 fn check_cap(server: &mut Server, n: usize, to_stderr: bool) {
     let redirect = if to_stderr { " >&2" } else { "" };
     let run = sh(server, &format!("head -c {n} /dev/zero | tr '\\0' y{redirect}"));
-    let kept = "y".repeat(n.min(CAP));
     let stream = if to_stderr { "stderr" } else { "stdout" };
-    let note = format!("[{stream} truncated: showing the first 512 KB of {n} bytes]");
-    let (out, err) = match (to_stderr, n > CAP) {
-        (false, false) => (format!("{kept}\n[exit code: 0]"), None),
-        (false, true) => (format!("{kept}\n{note}\n[exit code: 0]"), None),
-        (true, false) => {
-            ("(no output)\n[exit code: 0]".to_owned(), Some(format!("[stderr]\n{kept}")))
-        }
-        (true, true) => {
-            ("(no output)\n[exit code: 0]".to_owned(), Some(format!("[stderr]\n{kept}\n{note}")))
-        }
+    let kept = if n > CAP {
+        format!(
+            "{}\n[{stream}: {} bytes cut here, between the first 128 KB and the last 384 KB of {n} bytes]\n{}",
+            "y".repeat(HEAD),
+            n - CAP,
+            "y".repeat(CAP - HEAD)
+        )
+    } else {
+        "y".repeat(n)
+    };
+    let (out, err) = match to_stderr {
+        false => (format!("{kept}\n[exit code: 0]"), None),
+        true => ("(no output)\n[exit code: 0]".to_owned(), Some(format!("[stderr]\n{kept}"))),
     };
     assert!(run.out == out, "{stream} {n}: stdout item differs (len {})", run.out.len());
     assert!(
@@ -477,23 +482,25 @@ fn streams_are_capped_independently_and_never_deadlock() {
     let mut server = Server::start(&env);
     // One stream over the cap, the other small.
     let run = sh(&mut server, "head -c 600000 /dev/zero | tr '\\0' o; echo small >&2");
-    assert!(run.out.ends_with(
-        "\n[stdout truncated: showing the first 512 KB of 600000 bytes]\n[exit code: 0]"
-    ));
+    let note = "[stdout: 75712 bytes cut here, between the first 128 KB and the last 384 KB of 600000 bytes]";
+    assert!(run.out.contains(note), "no cut note");
     assert_eq!(run.err.as_deref(), Some("[stderr]\nsmall\n"));
     // 10 MB on each stream at once: both pipes must be drained while the child runs.
     let run = sh(
         &mut server,
         "head -c 10000000 /dev/zero | tr '\\0' o & head -c 10000000 /dev/zero | tr '\\0' e >&2; wait",
     );
-    assert!(run.out.starts_with(&"o".repeat(CAP)), "stdout lost");
-    assert!(run.out.ends_with(
-        "\n[stdout truncated: showing the first 512 KB of 10000000 bytes]\n[exit code: 0]"
-    ));
-    assert!(run.err().starts_with(&format!("[stderr]\n{}", "e".repeat(CAP))), "stderr lost");
-    assert!(run
-        .err()
-        .ends_with("\n[stderr truncated: showing the first 512 KB of 10000000 bytes]"));
+    assert!(run.out.starts_with(&"o".repeat(HEAD)), "stdout lost");
+    let cut = 10_000_000 - CAP;
+    assert!(run.out.ends_with(&format!(
+        "[stdout: {cut} bytes cut here, between the first 128 KB and the last 384 KB of 10000000 bytes]\n{}\n[exit code: 0]",
+        "o".repeat(CAP - HEAD)
+    )));
+    assert!(run.err().starts_with(&format!("[stderr]\n{}", "e".repeat(HEAD))), "stderr lost");
+    assert!(run.err().ends_with(&format!(
+        "[stderr: {cut} bytes cut here, between the first 128 KB and the last 384 KB of 10000000 bytes]\n{}",
+        "e".repeat(CAP - HEAD)
+    )));
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -28,7 +28,7 @@ pub const REPLY_TIMEOUT: Duration = Duration::from_secs(10);
 pub const BIN: &str = env!("CARGO_BIN_EXE_replay");
 
 /// Every tool, in tools/list order (`schemas/`).
-pub const ALL_TOOLS: [&str; 17] = [
+pub const ALL_TOOLS: [&str; 18] = [
     "read_file",
     "read_multiple_files",
     "write_file",
@@ -46,10 +46,11 @@ pub const ALL_TOOLS: [&str; 17] = [
     "glob_search",
     "grep_files",
     "execute_command",
+    "command_session",
 ];
 
 /// The tools `--read-only` leaves out (`src/selection.rs`'s `WRITERS`).
-pub const WRITING_TOOLS: [&str; 8] = [
+pub const WRITING_TOOLS: [&str; 9] = [
     "write_file",
     "create_directory",
     "move_file",
@@ -58,6 +59,7 @@ pub const WRITING_TOOLS: [&str; 8] = [
     "edit_file",
     "edit_files",
     "execute_command",
+    "command_session",
 ];
 
 /// A `Command` for the binary under test; the only place the tests start a process.

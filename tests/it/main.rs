@@ -56,6 +56,8 @@ mod isolation;
 // What commands must not reach beyond files: the terminal, the server and its siblings.
 #[cfg(target_os = "linux")]
 mod fence;
+// Background commands, command_session, and the foreground head-and-tail note.
+mod sessions;
 // Commands do not outlive the server, however it ends.
 #[cfg(target_os = "linux")]
 mod orphans;

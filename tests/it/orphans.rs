@@ -20,12 +20,12 @@ use crate::harness::{self, Server, TestEnv};
 
 /// A `sleep` duration no other process on the machine uses, to find this row's processes by:
 /// the test process's pid spread over a range no one sleeps for.
-fn marker(row: u32) -> String {
+pub fn marker(row: u32) -> String {
     format!("{}", 7_000_000 + (std::process::id() % 100_000) * 10 + row)
 }
 
 /// `sleep N` processes alive (not zombies) for each of `markers`, by `/proc/<pid>/cmdline`.
-fn running(markers: &[String]) -> Vec<(u32, String)> {
+pub fn running(markers: &[String]) -> Vec<(u32, String)> {
     let Ok(entries) = fs::read_dir("/proc") else { return Vec::new() };
     let mut found = Vec::new();
     for entry in entries.flatten() {
@@ -54,7 +54,7 @@ fn running(markers: &[String]) -> Vec<(u32, String)> {
 
 /// Waits until every marker has a running process (the command got going).
 #[track_caller]
-fn wait_running(markers: &[String]) {
+pub fn wait_running(markers: &[String]) {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
         let found = running(markers);
@@ -69,7 +69,7 @@ fn wait_running(markers: &[String]) {
 /// Asserts that within 5 s no process of `markers` is left, killing any that is, so that a
 /// failing row leaves nothing behind either.
 #[track_caller]
-fn assert_none_left(what: &str, markers: &[String]) {
+pub fn assert_none_left(what: &str, markers: &[String]) {
     let deadline = Instant::now() + Duration::from_secs(5);
     loop {
         let found = running(markers);

@@ -43,6 +43,7 @@ fn sample_args(env: &TestEnv, tool: &str) -> Value {
         "glob_search" => json!({"directory": p(""), "globs": ["*.txt"]}),
         "grep_files" => json!({"directory": p(""), "regex": "a"}),
         "execute_command" => json!({"command": "touch ran"}),
+        "command_session" => json!({}),
         other => panic!("no sample arguments for {other}"),
     }
 }
@@ -99,6 +100,7 @@ fn tools_list_agrees_with_tools_call() {
                 "search_files",
                 "glob_search",
                 "execute_command",
+                "command_session",
             ],
         ),
         (&["--tools", "execute_command,read_file", "--no-exec"], &["read_file"]),

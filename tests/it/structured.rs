@@ -1,4 +1,4 @@
-//! Structured output: the eight tools with an `outputSchema` answer with `structuredContent` that
+//! Structured output: the nine tools with an `outputSchema` answer with `structuredContent` that
 //! the schema served by `tools/list` accepts, and that says what the text says.
 //!
 //! Each test reads the text as the contract spells it and checks the data against it: the same
@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 use crate::harness::{key_values, path_str, Response, Server, TestEnv};
 
 /// The tools that declare an `outputSchema`; the others declare none.
-const TOOLS: [&str; 8] = [
+const TOOLS: [&str; 9] = [
     "get_file_info",
     "list_directory",
     "directory_tree",
@@ -20,6 +20,7 @@ const TOOLS: [&str; 8] = [
     "glob_search",
     "grep_files",
     "execute_command",
+    "command_session",
 ];
 
 /// A server and the output schemas its `tools/list` serves.
@@ -488,8 +489,11 @@ fn execute_command_data_is_the_text() {
     let long = run("yes x | head -c 600000");
     assert_eq!(long.data["stdoutBytes"], 600_000);
     assert_eq!(long.data["stdoutTruncated"], true);
-    assert_eq!(long.data["stdout"].as_str().unwrap().len(), 512 * 1024);
-    assert!(long.texts[0].contains("[stdout truncated: showing the first 512 KB of 600000 bytes]"));
+    // The first 128 KB and the last 384 KB, with the note between them, as in the text.
+    let note = "\n[stdout: 75712 bytes cut here, between the first 128 KB and the last 384 KB of 600000 bytes]\n";
+    let stdout = long.data["stdout"].as_str().unwrap();
+    assert_eq!(stdout.len(), 512 * 1024 + note.len());
+    assert_eq!(stdout.find(note), Some(128 * 1024));
 }
 
 #[test]

@@ -49,10 +49,14 @@ fn every_row_says_what_its_schema_annotations_say() {
                 check_class(tool, (false, false));
                 assert!(!targets.is_empty(), "{tool:?} writes but names no path argument");
             }
-            // The one writer whose paths no argument names: it takes no write turn.
+            // The writers whose paths no argument names (commands and their sessions): they
+            // take no write turn.
             Effect::OpenWorld => {
                 check_class(tool, (false, true));
-                assert_eq!(tool, Tool::ExecuteCommand);
+                assert!(
+                    matches!(tool, Tool::ExecuteCommand | Tool::CommandSession),
+                    "{tool:?} is open-world: only the tools that run commands may be"
+                );
             }
         }
     }
