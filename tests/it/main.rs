@@ -19,6 +19,8 @@ mod oneshot;
 mod organise;
 #[cfg(target_os = "linux")]
 mod orphans;
+// server.json against the registry's schema; the release's names and versions agree.
+mod packaging;
 mod paging;
 mod policy;
 mod protocol;
