@@ -44,6 +44,14 @@ for _ in $(seq 100); do
 done
 [ -n "$child" ] || fail "the launcher started no child within 10 s"
 kill -TERM "$launcher"
+for _ in $(seq 100); do
+  kill -0 "$launcher" 2>/dev/null || break
+  sleep 0.1
+done
+if kill -0 "$launcher" 2>/dev/null; then
+  kill -KILL "$launcher" "$child" 2>/dev/null
+  fail "the launcher still runs 10 s after SIGTERM"
+fi
 status=0
 wait "$launcher" || status=$?
 [ "$status" = 143 ] || fail "launcher's status after SIGTERM: $status, want 143"
