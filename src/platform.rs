@@ -65,8 +65,23 @@ pub fn rename_exclusive(
     to_dir: BorrowedFd<'_>,
     to: &OsStr,
 ) -> nix::Result<()> {
-    use nix::fcntl::{renameat2, RenameFlags};
-    renameat2(from_dir, from, to_dir, to, RenameFlags::RENAME_NOREPLACE)
+    use std::os::unix::ffi::OsStrExt;
+    let from = std::ffi::CString::new(from.as_bytes()).map_err(|_| Errno::EINVAL)?;
+    let to = std::ffi::CString::new(to.as_bytes()).map_err(|_| Errno::EINVAL)?;
+    // The system call itself: nix and libc wrap renameat2 for glibc only, and the static
+    // release binaries link musl.
+    // SAFETY: both names are NUL-terminated and outlive the call; the handles are open.
+    let rc = unsafe {
+        libc::syscall(
+            libc::SYS_renameat2,
+            from_dir.as_raw_fd(),
+            from.as_ptr(),
+            to_dir.as_raw_fd(),
+            to.as_ptr(),
+            libc::RENAME_NOREPLACE,
+        )
+    };
+    Errno::result(rc).map(drop)
 }
 
 /// Renames `from` in `from_dir` to `to` in `to_dir` unless `to` exists (`EEXIST`), in one

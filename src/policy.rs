@@ -365,7 +365,6 @@ fn kernel_resolved(absolute: &Path, follow_last: bool) -> Option<PathBuf> {
 /// component is `.` or `..`.
 #[cfg(target_os = "linux")]
 fn resolved_by_handle(absolute: &Path, follow_last: bool) -> Option<PathBuf> {
-    use std::os::unix::fs::OpenOptionsExt;
     let (target, last) = if follow_last {
         (absolute, None)
     } else {
@@ -375,11 +374,10 @@ fn resolved_by_handle(absolute: &Path, follow_last: bool) -> Option<PathBuf> {
         };
         (absolute.parent()?, Some(last))
     };
-    let handle = std::fs::File::options()
-        .read(true)
-        .custom_flags(nix::fcntl::OFlag::O_PATH.bits())
-        .open(target)
-        .ok()?;
+    // nix, not std's `custom_flags`: on musl std masks `O_PATH` out (musl's `O_ACCMODE`
+    // includes it), and the open would then block on a FIFO.
+    let flags = nix::fcntl::OFlag::O_PATH | nix::fcntl::OFlag::O_CLOEXEC;
+    let handle = nix::fcntl::open(target, flags, nix::sys::stat::Mode::empty()).ok()?;
     let real = platform::fd_path(std::os::fd::AsFd::as_fd(&handle)).ok()?;
     // Anything but an absolute path (a pipe, a deleted file) is for the walk to judge.
     if !real.is_absolute() || real.as_os_str().as_encoded_bytes().ends_with(b" (deleted)") {

@@ -15,8 +15,8 @@ use std::path::{Path, PathBuf};
 use std::os::fd::OwnedFd;
 
 use landlock::{
-    path_beneath_rules, Access, AccessFs, AccessNet, BitFlags, PathBeneath, PathFd, Ruleset,
-    RulesetAttr, RulesetCreatedAttr, RulesetError, RulesetStatus, Scope, ABI,
+    path_beneath_rules, Access, AccessFs, AccessNet, BitFlags, PathBeneath, Ruleset, RulesetAttr,
+    RulesetCreatedAttr, RulesetError, RulesetStatus, Scope, ABI,
 };
 
 use super::grants::{Grant, Reach};
@@ -94,12 +94,22 @@ fn restrict(
 fn rules<I, P>(
     paths: I,
     access: BitFlags<AccessFs>,
-) -> impl Iterator<Item = Result<PathBeneath<PathFd>, RulesetError>>
+) -> impl Iterator<Item = Result<PathBeneath<OwnedFd>, RulesetError>>
 where
     I: IntoIterator<Item = P>,
     P: AsRef<Path>,
 {
-    paths.into_iter().filter_map(move |p| Some(Ok(PathBeneath::new(PathFd::new(p).ok()?, access))))
+    paths.into_iter().filter_map(move |p| Some(Ok(PathBeneath::new(path_fd(p)?, access))))
+}
+
+/// `path` opened with `O_PATH`, as a rule's parent. Not `landlock::PathFd`: it opens through
+/// std's `custom_flags`, which on musl (the static release binaries) masks `O_PATH` out, as
+/// musl's `O_ACCMODE` includes it. Opened for reading instead, `/dev/tty` fails without a
+/// terminal, and `/` is refused once the server's own domain is in force.
+fn path_fd(path: impl AsRef<Path>) -> Option<OwnedFd> {
+    use nix::fcntl::OFlag;
+    nix::fcntl::open(path.as_ref(), OFlag::O_PATH | OFlag::O_CLOEXEC, nix::sys::stat::Mode::empty())
+        .ok()
 }
 
 /// The `PATH` directories commands may run programs from, less those already granted: a
@@ -142,7 +152,7 @@ fn path_dirs_to_grant() -> Vec<PathBuf> {
 ///
 /// `None` where the kernel has no Landlock.
 pub fn command_domain() -> Option<OwnedFd> {
-    let root = PathFd::new("/").ok()?;
+    let root = path_fd("/")?;
     let built = Ruleset::default()
         .handle_access(AccessFs::Execute | AccessFs::Refer)
         .and_then(|r| r.scope(Scope::Signal | Scope::AbstractUnixSocket))

@@ -24,8 +24,13 @@ use serde_json::{json, Value};
 /// How long any single reply (or process exit) may take before the test fails.
 pub const REPLY_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// The binary under test, built by cargo for this integration target.
-pub const BIN: &str = env!("CARGO_BIN_EXE_replay");
+/// The binary under test: the one cargo builds for this integration target, or the one
+/// `REPLAY_BIN` names (an absolute path) when the test binary is built, as `.ci/run` does to run
+/// the suite against the static release binary.
+pub const BIN: &str = match option_env!("REPLAY_BIN") {
+    Some(bin) => bin,
+    None => env!("CARGO_BIN_EXE_replay"),
+};
 
 /// Every tool, in tools/list order (`schemas/`).
 pub const ALL_TOOLS: [&str; 18] = [

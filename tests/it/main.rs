@@ -99,5 +99,7 @@ mod cli;
 mod oneshot;
 // `replay install` and `uninstall` for every client, with a temporary HOME.
 mod install;
+// server.json against the registry's schema; the release's names and versions agree.
+mod packaging;
 // The documents against the code: README's tool table and every relative link.
 mod docs;
