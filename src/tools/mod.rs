@@ -13,6 +13,7 @@ mod find;
 mod format;
 mod grep;
 mod info;
+pub mod patch;
 pub mod read;
 mod relocate;
 mod write;
