@@ -34,7 +34,7 @@ pub use start::main;
 
 /// What the fuzz targets in `fuzz/` drive, by the paths they name: JSON-RPC parsing and reply
 /// lines, tool dispatch, argument validation, the policy, edit matching and the regex
-/// translation.
+/// translation, and the apply_patch parser.
 pub mod fuzz {
     pub mod js_regex {
         pub use crate::js_regex::{translate, FastRegex, JsRegex};
@@ -65,7 +65,7 @@ pub mod fuzz {
         pub use crate::schema::{definitions, find, ToolDef};
     }
     pub mod tools {
-        pub use crate::tools::{map_aliases, Settings};
+        pub use crate::tools::{map_aliases, patch, Settings};
         pub mod edit {
             pub mod matching {
                 pub use crate::tools::edit::matching::{

@@ -3,4 +3,5 @@
 //! filesystem; the tool resolves the paths through the policy and commits the results through
 //! `fs::journal`.
 
+pub mod apply;
 pub mod parse;
