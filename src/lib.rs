@@ -10,6 +10,7 @@ mod base64;
 mod capability;
 mod cli;
 mod client_config;
+mod encoding;
 mod error;
 mod fs;
 mod interrupt;
