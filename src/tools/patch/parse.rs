@@ -15,7 +15,8 @@
 //! may sit in a heredoc (`<<'EOF'` … `EOF`, as models write it for a shell), an empty line inside
 //! a hunk is an empty context line, and the first hunk of a file may omit its `@@`. Beyond Codex:
 //! several `@@ anchor` lines in a row narrow the search one after the other, as Codex's
-//! instructions tell models to write (its parser refuses them).
+//! instructions tell models to write (its parser refuses them); and a unified diff's line range
+//! after `@@` (`@@ -3,4 +3,5 @@`), which models used to `git diff` write, is dropped.
 //!
 //! Refused, with the 1-based line and what was expected there: a missing `*** Begin Patch` or
 //! `*** End Patch`, an unknown header, a hunk line without a prefix, an Add with no `+` line, an
@@ -346,10 +347,11 @@ impl<'a> Parser<'a> {
         let mut anchors = Vec::new();
         while let Some(line) = self.peek() {
             let Some(rest) = line.strip_prefix("@@") else { break };
-            let anchor = rest.trim();
-            if !anchor.is_empty() {
-                // `@@ fn main() {` anchors on the line's text, without the space after `@@`.
-                anchors.push(rest.strip_prefix(' ').unwrap_or(rest).to_string());
+            // `@@ fn main() {` anchors on the line's text, without the space after `@@`.
+            let anchor = rest.strip_prefix(' ').unwrap_or(rest);
+            let anchor = after_unified_range(anchor).unwrap_or(anchor);
+            if !anchor.trim().is_empty() {
+                anchors.push(anchor.to_string());
             }
             self.at += 1;
         }
@@ -404,6 +406,24 @@ impl<'a> Parser<'a> {
     fn error(&self, kind: ParseErrorKind) -> ParseError {
         ParseError { line: self.at + 1, kind }
     }
+}
+
+/// What follows a unified diff's line range (`-12,3 +12,4 @@ fn main() {` gives `fn main() {`),
+/// which models trained on `git diff` write after `@@`: the range is dropped, as line numbers
+/// are not how this format places hunks, and git's function header, if any, anchors.
+fn after_unified_range(anchor: &str) -> Option<&str> {
+    let range = |s: &str, sign: char| -> Option<()> {
+        let s = s.strip_prefix(sign)?;
+        let mut parts = s.splitn(2, ',');
+        let digits = |p: &str| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit());
+        (parts.all(digits)).then_some(())
+    };
+    let (old, rest) = anchor.split_once(' ')?;
+    let (new, rest) = rest.split_once(' ')?;
+    range(old, '-')?;
+    range(new, '+')?;
+    let rest = rest.strip_prefix("@@")?;
+    Some(rest.strip_prefix(' ').unwrap_or(rest))
 }
 
 fn is_heredoc_opener(line: &str) -> bool {

@@ -75,6 +75,11 @@ fn codex_cases() {
         "*** Begin Patch\n*** Update File: a.py\n@@ class A\n@@     def f():\n-        x\n+        y\n*** End Patch",
         "U a.py @2\n  @@ [\"class A\", \"    def f():\"] [\"        x\"] -> [\"        y\"] @3",
     );
+    // A unified diff's line range is dropped; git's function header after it anchors.
+    check(
+        "*** Begin Patch\n*** Update File: a\n@@ -1,2 +1,2 @@\n-x\n+y\n@@ -9 +9 @@ fn g()\n-1\n+2\n*** End Patch",
+        "U a @2\n  @@ [] [\"x\"] -> [\"y\"] @3\n  @@ [\"fn g()\"] [\"1\"] -> [\"2\"] @6",
+    );
     // A lone `*** Move to:` is not a hunk: the update still needs one.
     check(
         "*** Begin Patch\n*** Update File: a\n*** Move to: b\n@@\n-x\n+x\n*** End Patch",
