@@ -10,7 +10,7 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 
-TARGETS=(jsonrpc policy edit js_regex validate)
+TARGETS=(jsonrpc policy edit js_regex validate patch)
 CARGO_FUZZ_VERSION=0.13.2
 
 usage() {

@@ -10,6 +10,7 @@ mod base64;
 mod capability;
 mod cli;
 mod client_config;
+mod encoding;
 mod error;
 mod fs;
 mod interrupt;
@@ -35,7 +36,7 @@ pub use start::main;
 
 /// What the fuzz targets in `fuzz/` drive, by the paths they name: JSON-RPC parsing and reply
 /// lines, tool dispatch, argument validation, the policy, edit matching and the regex
-/// translation.
+/// translation, and the apply_patch parser.
 pub mod fuzz {
     pub mod js_regex {
         pub use crate::js_regex::{fast::FastRegex, translate, JsRegex};
@@ -69,7 +70,7 @@ pub mod fuzz {
         pub use crate::schema::{definitions, find, of, ToolDef};
     }
     pub mod tools {
-        pub use crate::tools::Settings;
+        pub use crate::tools::{patch, Settings};
         pub mod table {
             pub use crate::tools::table::{Spec, Tool};
         }

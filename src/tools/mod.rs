@@ -13,6 +13,7 @@ mod exec;
 mod find;
 mod grep;
 mod info;
+pub mod patch;
 pub mod read;
 mod relocate;
 pub mod table;

@@ -1,0 +1,188 @@
+//! The commit stopped after each of its steps, as a kill would stop it, then recovered: each
+//! file all old or all new, nothing of the commit left behind.
+
+use super::*;
+
+fn scratch(name: &str) -> PathBuf {
+    let dir =
+        std::env::temp_dir().join(format!("replay-journal-test-{name}-{}", std::process::id()));
+    let _ = fs::remove_dir_all(&dir);
+    fs::create_dir_all(dir.join("files")).expect("scratch dir");
+    dir
+}
+
+/// The directory's files as `name=content`, sorted, leftovers included.
+fn contents(dir: &Path) -> String {
+    let mut out: Vec<String> = fs::read_dir(dir)
+        .expect("read_dir")
+        .map(|e| {
+            let e = e.expect("entry");
+            let content = fs::read_to_string(e.path()).unwrap_or_else(|_| "?".into());
+            format!("{}={content}", e.file_name().to_string_lossy())
+        })
+        .collect();
+    out.sort();
+    out.join(" ")
+}
+
+const OLD: &str = "a=A b=B d=D";
+const NEW: &str = "a=A2 c=C2 e=B2";
+
+/// Rewrite `a`, add `c`, delete `d`, move `b` to `e` with new content.
+fn scenario(files: &Path) -> Vec<Change> {
+    for (name, content) in [("a", "A"), ("b", "B"), ("d", "D")] {
+        fs::write(files.join(name), content).unwrap();
+    }
+    let write = |name: &str, content: &str| Change::Write {
+        path: files.join(name),
+        content: content.as_bytes().to_vec(),
+    };
+    vec![
+        write("a", "A2"),
+        write("c", "C2"),
+        Change::Delete { path: files.join("d") },
+        write("e", "B2"),
+        Change::Delete { path: files.join("b") },
+    ]
+}
+
+#[track_caller]
+fn check(stop_at: Option<Step>, expect: &str) {
+    let root = scratch(&format!("{stop_at:?}").replace(['(', ')'], "_"));
+    let files = root.join("files");
+    let state = StateDir::open(&root.join("state")).unwrap();
+    let changes = scenario(&files);
+    commit_until(&state, &changes, |step| Some(step) == stop_at).unwrap();
+    let recovered = state.recover().unwrap();
+    let what = match recovered.as_slice() {
+        [] => "clean",
+        [Recovered::RolledBack { .. }] => "back",
+        [Recovered::RolledForward { .. }] => "forward",
+        _ => "several",
+    };
+    assert_eq!(format!("{what}: {}", contents(&files)), expect, "stopped after {stop_at:?}");
+    // Nothing left: no journal (the lock file stays while the server runs).
+    let state_files = contents(&root.join("state"));
+    assert_eq!(state_files, format!("{}.lock=", std::process::id()));
+    // A second recovery finds nothing.
+    assert_eq!(state.recover().unwrap(), vec![]);
+    fs::remove_dir_all(&root).unwrap();
+}
+
+#[test]
+fn recovery_after_each_step() {
+    check(None, &format!("clean: {NEW}"));
+    check(Some(Step::Planned), &format!("back: {OLD}"));
+    for i in 0..5 {
+        check(Some(Step::Staged(i)), &format!("back: {OLD}"));
+    }
+    check(Some(Step::Committed), &format!("forward: {NEW}"));
+    for i in 0..5 {
+        check(Some(Step::Applied(i)), &format!("forward: {NEW}"));
+    }
+    check(Some(Step::Cleaned), &format!("forward: {NEW}"));
+}
+
+#[test]
+fn mode_is_kept_and_new_files_get_the_default() {
+    let root = scratch("mode");
+    let files = root.join("files");
+    let state = StateDir::open(&root.join("state")).unwrap();
+    fs::write(files.join("x"), "old").unwrap();
+    fs::set_permissions(files.join("x"), fs::Permissions::from_mode(0o4751)).unwrap();
+    let changes = vec![
+        Change::Write { path: files.join("x"), content: b"new".to_vec() },
+        Change::Write { path: files.join("y"), content: b"y".to_vec() },
+    ];
+    commit(&state, &changes).unwrap();
+    let mode = |name: &str| fs::metadata(files.join(name)).unwrap().mode() & 0o7777;
+    // setuid dropped (`fs::KEPT_MODE_BITS`), the rest kept.
+    assert_eq!(mode("x"), 0o751);
+    let umask = nix::sys::stat::umask(nix::sys::stat::Mode::from_bits_truncate(0o022));
+    nix::sys::stat::umask(umask);
+    assert_eq!(mode("y"), 0o666 & !umask.bits() as u32);
+    assert_eq!(contents(&files), "x=new y=y");
+    fs::remove_dir_all(&root).unwrap();
+}
+
+/// A change that cannot be staged (its directory is missing) leaves every file as it was.
+#[test]
+fn a_failed_stage_changes_nothing() {
+    let root = scratch("failed");
+    let files = root.join("files");
+    let state = StateDir::open(&root.join("state")).unwrap();
+    let mut changes = scenario(&files);
+    changes.push(Change::Write { path: files.join("missing/f"), content: b"f".to_vec() });
+    assert!(commit(&state, &changes).is_err());
+    assert_eq!(contents(&files), OLD);
+    assert_eq!(contents(&root.join("state")), format!("{}.lock=", std::process::id()));
+    fs::remove_dir_all(&root).unwrap();
+}
+
+/// A live server's journal is not another's to recover; once its lock is free, it is.
+#[test]
+fn a_live_servers_journal_is_left_alone() {
+    let root = scratch("live");
+    let files = root.join("files");
+    let state_path = root.join("state");
+    let state = StateDir::open(&state_path).unwrap();
+    fs::write(files.join("a"), "A").unwrap();
+    fs::write(files.join(".replay-patch.7.0.0.new"), "A2").unwrap();
+    let entry = Entry {
+        target: files.join("a"),
+        temp: Some(files.join(".replay-patch.7.0.0.new")),
+        backup: None,
+    };
+    write_journal(&state_path.join("7.0.journal"), true, &[entry]).unwrap();
+    let other = Flock::lock(lock_file(&state_path, 7).unwrap(), FlockArg::LockExclusive).unwrap();
+    assert_eq!(state.recover().unwrap(), vec![]);
+    assert_eq!(contents(&files), ".replay-patch.7.0.0.new=A2 a=A");
+    drop(other);
+    let journal = state_path.join("7.0.journal");
+    assert_eq!(state.recover().unwrap(), vec![Recovered::RolledForward { journal }]);
+    assert_eq!(contents(&files), "a=A2");
+    fs::remove_dir_all(&root).unwrap();
+}
+
+#[test]
+fn journal_text() {
+    let entries = vec![
+        Entry { target: "/t/a b".into(), temp: Some("/t/.n".into()), backup: None },
+        Entry {
+            target: PathBuf::from(OsStr::from_bytes(b"/t/\xFF")),
+            temp: None,
+            backup: Some("/t/.o".into()),
+        },
+    ];
+    let root = scratch("text");
+    let path = root.join("1.0.journal");
+    write_journal(&path, false, &entries).unwrap();
+    assert_eq!(
+        fs::read_to_string(&path).unwrap(),
+        "replay-journal 1\nstaging\n2f742f612062 2f742f2e6e -\n2f742fff - 2f742f2e6f\nend\n"
+    );
+    let journal = read_journal(&path).unwrap();
+    assert!(!journal.committed);
+    assert_eq!(journal.entries, entries);
+    // A journal cut short is not guessed at.
+    fs::write(&path, "replay-journal 1\ncommitted\n2f742f61 - -\n").unwrap();
+    let error = read_journal(&path).err().unwrap().to_string();
+    assert!(error.ends_with("is not a journal replay can read: left as it is"), "{error}");
+    fs::remove_dir_all(&root).unwrap();
+}
+
+#[test]
+fn state_dir() {
+    let check = |xdg: Option<&str>, home: Option<&str>, expect: Option<&str>| {
+        let got = state_dir_from(xdg.map(Into::into), home.map(Into::into));
+        assert_eq!(got.as_deref(), expect.map(Path::new), "XDG_STATE_HOME={xdg:?} HOME={home:?}");
+    };
+    check(Some("/x/state"), Some("/home/u"), Some("/x/state/replay"));
+    check(None, Some("/home/u"), Some("/home/u/.local/state/replay"));
+    check(Some("relative"), Some("/home/u"), Some("/home/u/.local/state/replay"));
+    check(Some(""), Some("/home/u"), Some("/home/u/.local/state/replay"));
+    check(None, Some("rel"), None);
+    check(None, None, None);
+    let env = |name: &str| std::env::var_os(name);
+    assert_eq!(default_state_dir(), state_dir_from(env("XDG_STATE_HOME"), env("HOME")));
+}
