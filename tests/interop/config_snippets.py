@@ -13,7 +13,7 @@ its place. Every directory the args allow (--allow, --allow-read, --allow-write,
 directories), whatever placeholder it is (/path/to/project, ${workspaceFolder}, $PWD, ...),
 becomes a fresh temp directory, with its :ro or :rw suffix kept. Then the server is started
 exactly as "command" + "args" (+ "env") say, through the Python SDK's stdio client, and must
-complete initialize (serverInfo.name "replay") and tools/list (the 17 tools, 16 with
+complete initialize (serverInfo.name "replay") and tools/list (the 18 tools, 16 with
 --no-exec), and list_allowed_directories must name each temp directory with the mode the
 snippet gave it.
 
@@ -52,7 +52,7 @@ REQUIRED = [
     ("Cursor", "json:mcpServers"),
 ]
 CLIENTS = ["Claude Desktop", "Claude Code", "VS Code", "Cursor"]
-TOOL_COUNT = 17
+TOOL_COUNT = 18
 ALLOW_FLAGS = {"--allow": None, "--allow-read": "ro", "--allow-write": "rw"}
 VALUE_FLAGS = {"--deny-command", "--sandbox-read", "--log-level", "--tool-errors"}
 
@@ -230,7 +230,7 @@ async def start(sn: Snippet, binary: str, tmp: str) -> str:
     args, allowed = substitute(sn, binary, tmp)
     env = {**os.environ, **sn.env} if sn.env else None
     params = StdioServerParameters(command=binary, args=args, env=env)
-    expected_tools = TOOL_COUNT - 1 if "--no-exec" in args else TOOL_COUNT
+    expected_tools = TOOL_COUNT - 2 if "--no-exec" in args else TOOL_COUNT
     async with stdio_client(params) as (read, write):
         async with ClientSession(read, write, read_timeout_seconds=30) as session:
             init = await session.initialize()

@@ -14,7 +14,7 @@
 // 2026-07-28 through server/discover, no handshake), runs one method and prints
 // `{"result": ...}` on stdout, or `{"error": ...}` on stderr with a non-zero exit. For the era
 // given, the runs are: `initialize` (the Inspector reports the negotiated revision and
-// serverInfo), tools/list (exactly the 17 tools), one tools/call of each of the 17 tools with the
+// serverInfo), tools/list (exactly the 18 tools), one tools/call of each of the 18 tools with the
 // expected text (and, from 2025-06-18 on, structuredContent from each data tool that declares an
 // outputSchema; a tools/call run lists the tools first, so the Inspector's SDK validates it), and
 // read_file /etc/passwd, which must fail with replay's "path not allowed". The runs go 4 at a
@@ -133,6 +133,7 @@ async function run(binary, era) {
     ['glob_search', { directory: root, globs: ['**/*.txt'], excludeGlobs: ['work'] }, [p('hello.txt'), p('sub', 'nested.txt')]],
     ['grep_files', { regex: 'needle', directory: root, excludeGlobs: ['work'] }, [`${p('sub', 'nested.txt')}:1:a nested needle`]],
     ['execute_command', { command: 'echo interop-ok', workingDirectory: root }, ['interop-ok', '[exit code: 0]']],
+    ['command_session', {}, ['(no sessions)']],
   ];
   const called = new Set(calls.map(([tool]) => tool));
   const uncalled = EXPECTED_TOOLS.filter((t) => !called.has(t));

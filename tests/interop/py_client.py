@@ -3,9 +3,9 @@
 Usage: py_client.py [--mode legacy|auto] /path/to/replay
 
 Starts replay on a fresh temp tree through the SDK's stdio client, lists the
-tools, calls each of the 17 tools once with valid arguments, and checks one
+tools, calls each of the 18 tools once with valid arguments, and checks one
 error case (a path outside the allowed directory must surface as an MCPError
-with code -32001). From revision 2025-06-18 on, each of the 8 data tools that
+with code -32001). From revision 2025-06-18 on, each of the 9 data tools that
 tools/list gives an outputSchema must return a structuredContent object (the
 SDK validates its shape against the schema). Prints one summary line; exits
 non-zero on any failure.
@@ -55,6 +55,7 @@ EXPECTED_TOOLS = {
     "glob_search",
     "grep_files",
     "execute_command",
+    "command_session",
 }
 PATH_NOT_ALLOWED = -32001
 VERSION = dist_version("mcp")
@@ -70,6 +71,7 @@ DATA_TOOLS = (
     "glob_search",
     "grep_files",
     "execute_command",
+    "command_session",
 )
 STRUCTURED_SINCE = "2025-06-18"
 
@@ -115,7 +117,7 @@ def texts(result: types.CallToolResult) -> str:
 async def exercise(session, root: str, png: bytes, revision: str) -> str:
     """List the tools and call each once. `session` is a ClientSession or a Client (same call shapes).
 
-    Returns the line's fragment: "17/17 tools OK, structuredContent K/8".
+    Returns the line's fragment: "18/18 tools OK, structuredContent K/9".
     """
     p = lambda *parts: os.path.join(root, *parts)  # noqa: E731
     ok: set[str] = set()
@@ -189,6 +191,7 @@ async def exercise(session, root: str, png: bytes, revision: str) -> str:
     await call("glob_search", {"directory": root, "globs": ["**/*.txt"]}, p("new.txt"), p("sub", "nested.txt"))
     await call("grep_files", {"regex": "needle", "directory": root}, p("sub", "nested.txt") + ":1:a nested needle")
     await call("execute_command", {"command": "echo interop-ok", "workingDirectory": root}, "interop-ok", "[exit code: 0]")
+    await call("command_session", {}, "(no sessions)")
     await call("copy_file", {"source": p("new.txt"), "destination": p("made", "copied.txt")}, "Copied")
     with open(p("made", "copied.txt"), "rb") as copied, open(p("new.txt"), "rb") as original:
         check(copied.read() == original.read(), "copy_file: the copy on disk differs")

@@ -1,5 +1,5 @@
 // The scenario shared by the JavaScript interop clients (ts_client.mjs, ts2_client.mjs,
-// inspector.mjs): the temp tree, the 17 tool names, the structuredContent rule, and `exercise`,
+// inspector.mjs): the temp tree, the 18 tool names, the structuredContent rule, and `exercise`,
 // which lists the tools and calls each one once through whichever client API it is handed.
 //
 // Every check is the same as py_client.py's, so the clients stay comparable line by line.
@@ -15,6 +15,7 @@ export const EXPECTED_TOOLS = [
   'read_file', 'read_multiple_files', 'write_file', 'create_directory', 'list_directory',
   'directory_tree', 'move_file', 'copy_file', 'delete_file', 'get_file_info', 'list_allowed_directories',
   'edit_file', 'edit_files', 'search_files', 'glob_search', 'grep_files', 'execute_command',
+  'command_session',
 ];
 export const PATH_NOT_ALLOWED = -32001;
 
@@ -22,7 +23,7 @@ export const PATH_NOT_ALLOWED = -32001;
 // declares an `outputSchema` in tools/list must also return a `structuredContent` object.
 export const DATA_TOOLS = [
   'get_file_info', 'list_directory', 'directory_tree', 'list_allowed_directories',
-  'search_files', 'glob_search', 'grep_files', 'execute_command',
+  'search_files', 'glob_search', 'grep_files', 'execute_command', 'command_session',
 ];
 export const STRUCTURED_SINCE = '2025-06-18';
 export const MODERN = '2026-07-28';
@@ -158,7 +159,7 @@ export const texts = (result) => result.content.filter((c) => c.type === 'text')
  *   errorClass             -> the class a JSON-RPC error rejects with (it carries `.code`)
  * `revision` is the negotiated protocol revision: from 2025-06-18 on, each data tool that tools/list
  * gives an outputSchema must return a structuredContent object (the SDKs validate its shape).
- * Returns the line's fragment: `17/17 tools OK, structuredContent K/8`.
+ * Returns the line's fragment: `18/18 tools OK, structuredContent K/9`.
  */
 export async function exercise(api, root, png, revision) {
   const p = (...parts) => path.join(root, ...parts);
@@ -215,6 +216,7 @@ export async function exercise(api, root, png, revision) {
   await call('glob_search', { directory: root, globs: ['**/*.txt'] }, p('new.txt'), p('sub', 'nested.txt'));
   await call('grep_files', { regex: 'needle', directory: root }, `${p('sub', 'nested.txt')}:1:a nested needle`);
   await call('execute_command', { command: 'echo interop-ok', workingDirectory: root }, 'interop-ok', '[exit code: 0]');
+  await call('command_session', {}, '(no sessions)');
   await call('copy_file', { source: p('new.txt'), destination: p('made', 'copied.txt') }, 'Copied');
   check(fs.readFileSync(p('made', 'copied.txt'), 'utf8') === fs.readFileSync(p('new.txt'), 'utf8'),
     'copy_file: the copy on disk differs');

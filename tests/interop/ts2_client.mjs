@@ -3,7 +3,7 @@
 //
 // Usage: node ts2_client.mjs [--mode auto|legacy|modern] /path/to/replay
 //
-// Same scenario as ts_client.mjs (scenario.mjs): connect, list the tools, call each of the 17
+// Same scenario as ts_client.mjs (scenario.mjs): connect, list the tools, call each of the 18
 // once (each data tool that declares an outputSchema must return structuredContent), and check
 // that a path outside the allowed directory rejects with a ProtocolError whose code is -32001.
 // Prints one summary line; exits non-zero on any failure.

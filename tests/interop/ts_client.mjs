@@ -5,7 +5,7 @@
 // Starts replay on a fresh temp tree through StdioClientTransport, connects a
 // Client (the SDK runs initialize and picks the protocol version; v1 knows only
 // the handshake era, so this is the legacy era), lists the tools, calls each of
-// the 17 tools once with valid arguments (each data tool that declares an
+// the 18 tools once with valid arguments (each data tool that declares an
 // outputSchema must return structuredContent), and checks one error case (a
 // path outside the allowed directory must reject with an McpError whose code is
 // -32001). The scenario is scenario.mjs's. Prints one summary line; exits
