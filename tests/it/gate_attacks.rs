@@ -267,6 +267,26 @@ fn attack_commands_cannot_read_or_write_another_terminal() {
     assert!(!out.contains("[exit code: 0]"), "a command wrote into another terminal:\n{out}");
 }
 
+/// `/dev/shm` is the host's, read-write: a command reads and changes any shared memory of the
+/// user's other programs (PostgreSQL's segments, Python's `multiprocessing`, a browser's), of
+/// every user's for a root server. A tmpfs of the namespace's own would serve POSIX shared
+/// memory in commands as well.
+#[test]
+fn attack_commands_cannot_reach_the_hosts_shared_memory() {
+    if !landlock() || !require("/dev/shm", std::path::Path::new("/dev/shm").is_dir()) {
+        return;
+    }
+    let env = attack_env();
+    let name = format!("/dev/shm/{}", crate::harness::unique_name("attack-shm"));
+    std::fs::write(&name, SECRET).expect("writing the segment");
+    let mut server = start(&env, &[], &[]);
+    let out = run(&mut server, &format!("cat {name}; echo changed > {name}"));
+    let after = std::fs::read_to_string(&name).unwrap_or_default();
+    let _ = std::fs::remove_file(&name);
+    assert!(!out.contains(SECRET), "a command read the host's {name}:\n{out}");
+    assert_eq!(after, SECRET, "a command changed the host's {name}:\n{out}");
+}
+
 // ---------------------------------------------------------------------------------------------
 // Caches the user's own builds trust
 // ---------------------------------------------------------------------------------------------
@@ -431,4 +451,18 @@ fn held_a_file_planted_at_a_cache_path_in_a_root_keeps_the_namespace() {
     let mut server = start(&env, &[("CARGO_HOME", cargo)], &["--allow", &nested]);
     let out = run(&mut server, "echo changed > sub/keep");
     assert_eq!(env.read_string("root/sub/keep"), "kept\n", "{out}\n{}", server.stderr());
+}
+
+/// A named home spelled with `..` into a credential place: resolved before the check, refused.
+#[test]
+fn held_a_named_home_with_dots_into_ssh_is_refused() {
+    if !landlock() {
+        return;
+    }
+    let env = attack_env();
+    env.mkdir("home/.config/composer");
+    let dotted = format!("{}/../../.ssh", path_str(&env.path("home/.config/composer")));
+    let mut server = start(&env, &[("TOOL_HOME", Some(dotted))], &[]);
+    let out = run(&mut server, "cat ~/.ssh/id_ed25519; echo END");
+    assert!(out.contains("END") && !out.contains(SECRET), "{out}");
 }
