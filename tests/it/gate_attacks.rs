@@ -233,6 +233,21 @@ fn attack_the_hint_does_not_offer_a_credential_place() {
     assert!(!out.contains("--sandbox-read PATH"), "{out}");
 }
 
+/// The home allowed read-only (`--allow ~:ro`, to let the agent read dotfiles): the caches in
+/// it stay writable to commands, so a read-only root changes under the user, with no word in
+/// the reply or in `replay sandbox`. A cache inside a read-only root must be read-only.
+#[test]
+fn attack_a_cache_inside_a_read_only_root_is_not_written() {
+    if !landlock() {
+        return;
+    }
+    let env = attack_env();
+    let home = format!("{}:ro", path_str(&env.path("home")));
+    let mut server = start(&env, &[], &["--allow", &home]);
+    let out = run(&mut server, "echo planted > ~/.npm/planted");
+    assert!(!env.exists("home/.npm/planted"), "a command wrote in a read-only root:\n{out}");
+}
+
 // ---------------------------------------------------------------------------------------------
 // Terminals
 // ---------------------------------------------------------------------------------------------
