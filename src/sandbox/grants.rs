@@ -34,6 +34,9 @@ pub struct Grant {
     pub path: PathBuf,
     pub reach: Reach,
     pub why: String,
+    /// Given by the user's own flag (`--sandbox-read`, `--sandbox-write`): taken as given. A
+    /// cache the rules grant is written in a copy of the commands' own (`sandbox::places`).
+    pub user: bool,
 }
 
 /// Places under the home that hold credentials: never granted, nor anything that holds them.
@@ -180,7 +183,7 @@ pub fn toolchains(
         }
         if !grants.iter().any(|g| g.path == real && g.reach >= reach) {
             grants.retain(|g| g.path != real);
-            grants.push(Grant { path: real, reach, why });
+            grants.push(Grant { path: real, reach, why, user: !checked });
         }
     };
     if !strict {

@@ -27,14 +27,17 @@ use crate::policy::{Access as RootAccess, AllowedRoot};
 const ABI_WANTED: ABI = ABI::V6;
 
 /// Restricts this thread and all it starts later. `child_tmp` is this server's own TMPDIR for
-/// commands (`CommandTmp::dir`).
+/// commands (`CommandTmp::dir`); `overlays` the roots of the caches' copies in the commands'
+/// namespace, which commands write (an overlay's files are not the real directory's: a rule
+/// on the real one does not reach them).
 pub fn apply(
     roots: &[AllowedRoot],
     child_tmp: Option<&Path>,
     grants: &[Grant],
+    overlays: &[OwnedFd],
     config: &SandboxConfig,
 ) -> Kernel {
-    match restrict(roots, child_tmp, grants, config) {
+    match restrict(roots, child_tmp, grants, overlays, config) {
         Ok(RulesetStatus::FullyEnforced) => Kernel::Enforced,
         Ok(RulesetStatus::PartiallyEnforced) => Kernel::Partial,
         Ok(RulesetStatus::NotEnforced) => Kernel::Unsupported,
@@ -46,6 +49,7 @@ fn restrict(
     roots: &[AllowedRoot],
     child_tmp: Option<&Path>,
     grants: &[Grant],
+    overlays: &[OwnedFd],
     config: &SandboxConfig,
 ) -> Result<RulesetStatus, RulesetError> {
     let all = AccessFs::from_all(ABI_WANTED);
@@ -69,6 +73,7 @@ fn restrict(
         // Files or directories: the crate's helper looks which.
         .add_rules(path_beneath_rules(config_files, read & !BitFlags::from(AccessFs::Execute)))?
         .add_rules(rules(granted(Reach::Write), all))?
+        .add_rules(overlays.iter().map(|fd| Ok::<_, RulesetError>(PathBeneath::new(fd, all))))?
         // /dev lists, but only these nodes open (`DEV_NODES`).
         .add_rules(rules(["/dev"], BitFlags::from(AccessFs::ReadDir)))?
         .add_rules(rules(

@@ -246,15 +246,30 @@ impl Sandbox {
     #[cfg(target_os = "linux")]
     fn apply_layers(self, roots: &[AllowedRoot]) -> Applied {
         let tmp = self.command_tmp.as_ref().map(|t| t.dir());
-        let grants = self.config.grants(self.home.as_deref());
-        let (isolation, namespace) = match self.pending {
-            Pending::Namespace => match namespace::create(&places(roots, tmp, &grants)) {
-                Ok(entry) => (Isolation::Namespace, Some(Arc::new(entry))),
-                Err(why) => (without_namespace(why), None),
-            },
-            Pending::Decided(isolation) => (isolation, None),
+        let mut grants = self.config.grants(self.home.as_deref());
+        let (isolation, namespace, overlays, overlay_roots) = match self.pending {
+            Pending::Namespace => {
+                let overlays = tmp.map(|t| cache_overlays(roots, t, &grants)).unwrap_or_default();
+                match namespace::create(&places(roots, tmp, &grants), &overlays) {
+                    Ok((entry, fds)) => {
+                        (Isolation::Namespace, Some(Arc::new(entry)), overlays, fds)
+                    }
+                    Err(why) => (without_namespace(why), None, Vec::new(), Vec::new()),
+                }
+            }
+            Pending::Decided(isolation) => (isolation, None, Vec::new(), Vec::new()),
         };
-        let kernel = landlock::apply(roots, tmp, &grants, &self.config);
+        // A cache the rules grant and no overlay covers is read-only: written in place, it
+        // would change what the user's own builds outside the sandbox run. One inside a
+        // read-write root is the root's.
+        for grant in grants.iter_mut().filter(|g| g.reach == grants::Reach::Write && !g.user) {
+            let overlaid = overlays.iter().any(|o| o.target == grant.path);
+            if !overlaid && !in_read_write_root(roots, &grant.path) {
+                grant.reach = grants::Reach::Run;
+            }
+        }
+        let kernel = landlock::apply(roots, tmp, &grants, &overlay_roots, &self.config);
+        drop(overlay_roots);
         // Every command gets the filter: the fallback's refuses metadata changes as well.
         let filter = seccomp::filter(matches!(isolation, Isolation::Seccomp(_))).map(Arc::new);
         let domain = landlock::command_domain().map(Arc::new);
@@ -287,6 +302,48 @@ impl Sandbox {
     }
 }
 
+#[cfg(target_os = "linux")]
+fn in_read_write_root(roots: &[AllowedRoot], path: &std::path::Path) -> bool {
+    use crate::policy::Access;
+    roots.iter().any(|r| r.access == Access::Write && path.starts_with(&r.path))
+}
+
+/// The caches the rules grant write to, each as an overlay whose upper and work directories
+/// are made now in `tmp/.replay-caches/N`, so removed with it: commands see a writable cache,
+/// the real one never changes. Not a cache inside a read-write root (the root's own), nor one
+/// that holds a root or `tmp` (the overlay would hide them), nor one that is not a directory.
+#[cfg(target_os = "linux")]
+fn cache_overlays(
+    roots: &[AllowedRoot],
+    tmp: &std::path::Path,
+    grants: &[grants::Grant],
+) -> Vec<namespace::Overlay> {
+    use std::os::unix::fs::DirBuilderExt;
+    let caches = grants.iter().filter(|g| g.reach == grants::Reach::Write && !g.user);
+    let mut overlays = Vec::new();
+    for grant in caches {
+        let path = &grant.path;
+        let holds = roots.iter().any(|r| r.path.starts_with(path)) || tmp.starts_with(path);
+        let dir = std::fs::symlink_metadata(path).is_ok_and(|m| m.is_dir());
+        if !dir || holds || in_read_write_root(roots, path) {
+            continue;
+        }
+        let layers = tmp.join(CACHE_LAYERS).join(overlays.len().to_string());
+        let (upper, work) = (layers.join("upper"), layers.join("work"));
+        let mut builder = std::fs::DirBuilder::new();
+        builder.mode(0o700).recursive(true);
+        if let Err(e) = builder.create(&upper).and_then(|()| builder.create(&work)) {
+            tracing::warn!(path = %layers.display(), "cannot make a cache's copy: {e}");
+            continue;
+        }
+        overlays.push(namespace::Overlay { target: path.clone(), upper, work });
+    }
+    overlays
+}
+
+/// The directory in the commands' TMPDIR that holds the caches' copies (`cache_overlays`).
+pub const CACHE_LAYERS: &str = ".replay-caches";
+
 /// The places that keep their own access in the namespace: the roots, this server's TMPDIR,
 /// and the directories under /dev commands write in; and the directories between a read-only
 /// root and the read-write root around it, writable, so that each is a mount point a command
@@ -316,8 +373,13 @@ fn places(
             .filter(inside)
             .map(|dir| namespace::Place { path: dir.to_path_buf(), writable: true })
     });
-    let caches =
-        grants.iter().filter(|g| g.reach == grants::Reach::Write).map(|g| g.path.as_path());
+    // The caches the rules grant are overlays (`cache_overlays`), not places. A write grant
+    // that is not a directory gets no mount: it would cost the whole namespace.
+    let caches = grants
+        .iter()
+        .filter(|g| g.reach == grants::Reach::Write && g.user)
+        .filter(|g| std::fs::symlink_metadata(&g.path).is_ok_and(|m| m.is_dir()))
+        .map(|g| g.path.as_path());
     let writable = tmp
         .into_iter()
         .chain(caches)
@@ -481,6 +543,7 @@ pub fn describe(
             }
         }
     }
+    let mut caches = false;
     for grant in config.grants(home) {
         let reach = match grant.reach {
             grants::Reach::Run => "read+exec",
@@ -488,6 +551,10 @@ pub fn describe(
             grants::Reach::Write => "read-write",
         };
         line(reach, &grant.path, &grant.why);
+        caches |= grant.reach == grants::Reach::Write && !grant.user;
+    }
+    if caches {
+        out.push_str("The caches are written in a copy of the commands' own, dropped when the server exits: the real ones never change (without a mount namespace, commands only read them).\n");
     }
     if config.strict {
         out.push_str("--sandbox-strict: no toolchain grants.\n");

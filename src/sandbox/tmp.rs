@@ -62,7 +62,21 @@ impl CommandTmp {
     /// Empties this server's directory, and removes it where the sandbox lets the server (it
     /// does not: the next server to start removes it).
     pub fn remove(&self) {
+        open_overlay_work(&self.dir);
         let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// The overlay's work directories (`sandbox::CACHE_LAYERS`) hold a directory of mode 0 that
+/// its owner could not list, and so not remove, without root.
+fn open_overlay_work(dir: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    let Ok(copies) = std::fs::read_dir(dir.join(super::CACHE_LAYERS)) else { return };
+    for copy in copies.flatten() {
+        let Ok(inner) = std::fs::read_dir(copy.path().join("work")) else { continue };
+        for entry in inner.flatten().filter(|e| e.file_type().is_ok_and(|t| t.is_dir())) {
+            let _ = std::fs::set_permissions(entry.path(), std::fs::Permissions::from_mode(0o700));
+        }
     }
 }
 
@@ -79,6 +93,7 @@ fn sweep(parent: &Path) {
         );
         if gone && pid > 0 {
             let path = entry.path();
+            open_overlay_work(&path);
             let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
             let _ =
                 if is_dir { std::fs::remove_dir_all(&path) } else { std::fs::remove_file(&path) };
