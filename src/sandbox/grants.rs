@@ -14,6 +14,7 @@
 //! start-up would change the home of a user who never runs that toolchain; a missing cache
 //! shows in the refusal hint (`hint`), and `mkdir` once fixes it.
 
+use std::collections::HashMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
@@ -129,16 +130,26 @@ pub struct Environment {
     pub vars: Vec<(String, OsString)>,
     /// The temporary directory, which holds every server's TMPDIR for commands.
     pub temp: Option<PathBuf>,
+    /// The places commands write (the read-write roots, every server's TMPDIR for commands),
+    /// without symlinks: no rule grants what lies in one, where a command chooses what is
+    /// there.
+    pub writable: Vec<PathBuf>,
+    /// The `PATH` directories.
+    pub path: Vec<PathBuf>,
 }
 
 impl Environment {
     /// This process's.
-    pub fn current(home: Option<&Path>) -> Environment {
+    pub fn current(home: Option<&Path>, mut writable: Vec<PathBuf>) -> Environment {
         let vars = std::env::vars_os()
             .filter_map(|(name, value)| Some((name.into_string().ok()?, value)))
             .collect();
         let temp = std::fs::canonicalize(std::env::temp_dir()).ok();
-        Environment { home: home.map(Path::to_path_buf), vars, temp }
+        writable.extend(temp.as_deref().map(super::tmp::parent));
+        let path = std::env::var_os("PATH")
+            .map(|p| std::env::split_paths(&p).collect())
+            .unwrap_or_default();
+        Environment { home: home.map(Path::to_path_buf), vars, temp, writable, path }
     }
 
     fn var(&self, name: &str) -> Option<PathBuf> {
@@ -169,6 +180,12 @@ pub fn toolchains(
     let home = env.home.as_deref().filter(|h| h.is_absolute() && *h != Path::new("/"));
     let real_home = home.and_then(resolve);
     let mut grants: Vec<Grant> = Vec::new();
+    // Each path's place in `grants`: thousands of variables cost no quadratic time.
+    let mut index: HashMap<PathBuf, usize> = HashMap::new();
+    // What commands write: a grant that lies there is one a command chose (a symlink planted
+    // there leads anywhere), and the place grants commands all of it anyway.
+    let writable: Vec<&Path> =
+        env.writable.iter().chain(extra_write).map(PathBuf::as_path).collect();
     // Every grant by its path without symlinks (the namespace mounts by it), and none that
     // gives a credential, whatever rule made it, or wherever a symlink leads.
     let mut add = |path: PathBuf, reach: Reach, why: String, checked: bool| {
@@ -178,12 +195,23 @@ pub fn toolchains(
         };
         // Nor one that holds the temporary directory: other servers' TMPDIRs are there.
         let holds_temp = env.temp.as_deref().is_some_and(|t| t.starts_with(&real));
-        if checked && (secret(home) || secret(real_home.as_deref()) || holds_temp) {
+        let chosen = writable.iter().any(|w| real.starts_with(w) || path.starts_with(w));
+        if checked && (secret(home) || secret(real_home.as_deref()) || holds_temp || chosen) {
             return;
         }
-        if !grants.iter().any(|g| g.path == real && g.reach >= reach) {
-            grants.retain(|g| g.path != real);
-            grants.push(Grant { path: real, reach, why, user: !checked });
+        // The user's own flag names what it names, but not through a symlink a command could
+        // have planted.
+        let planted = real != path && writable.iter().any(|w| path.starts_with(w));
+        if !checked && planted {
+            return;
+        }
+        match index.get(&real) {
+            Some(&i) if grants[i].reach >= reach => {}
+            Some(&i) => grants[i] = Grant { path: real, reach, why, user: !checked },
+            None => {
+                index.insert(real.clone(), grants.len());
+                grants.push(Grant { path: real, reach, why, user: !checked });
+            }
         }
     };
     if !strict {
@@ -238,6 +266,18 @@ pub fn toolchains(
         }
         for (name, path) in named_homes(env) {
             add(path, Reach::Run, format!("{name} (a *_HOME or *_ROOT variable)"), true);
+        }
+    }
+    // The `PATH` directories, checked like any other: the home on `PATH` grants no credential.
+    // One inside a system directory needs no rule of its own.
+    for dir in &env.path {
+        let system = resolve(dir).is_some_and(|real| {
+            super::SYSTEM_READ.iter().any(|sys| {
+                real.starts_with(sys) && resolve(Path::new(sys)).as_deref() == Some(Path::new(sys))
+            })
+        });
+        if dir.is_absolute() && !system {
+            add(dir.clone(), Reach::Run, "on PATH".into(), true);
         }
     }
     // The user's own flags are taken as given.

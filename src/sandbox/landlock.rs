@@ -61,18 +61,16 @@ fn restrict(
     }
     let (read_write, read_only): (Vec<&AllowedRoot>, Vec<&AllowedRoot>) =
         roots.iter().partition(|r| r.access == RootAccess::Write);
-    let path_dirs = path_dirs_to_grant();
     let granted = |reach: Reach| grants.iter().filter(move |g| g.reach == reach).map(|g| &g.path);
     // Configuration is read, never run.
     let config_files: Vec<&PathBuf> = granted(Reach::Read).collect();
     let status = ruleset
         .create()?
         .add_rules(rules(SYSTEM_READ, read))?
-        .add_rules(rules(&path_dirs, read))?
-        .add_rules(rules(granted(Reach::Run), read))?
+        .add_rules(grant_rules(granted(Reach::Run), read))?
         // Files or directories: the crate's helper looks which.
         .add_rules(path_beneath_rules(config_files, read & !BitFlags::from(AccessFs::Execute)))?
-        .add_rules(rules(granted(Reach::Write), all))?
+        .add_rules(grant_rules(granted(Reach::Write), all))?
         .add_rules(overlays.iter().map(|fd| Ok::<_, RulesetError>(PathBeneath::new(fd, all))))?
         // /dev lists, but only these nodes open (`DEV_NODES`).
         .add_rules(rules(["/dev"], BitFlags::from(AccessFs::ReadDir)))?
@@ -107,30 +105,21 @@ where
     paths.into_iter().filter_map(move |p| Some(Ok(PathBeneath::new(PathFd::new(p).ok()?, access))))
 }
 
-/// The `PATH` directories commands may run programs from, less those already granted: a
-/// duplicate, or a directory inside a system directory with no symlink on the way down (which
-/// would lead elsewhere and still need its own rule).
-fn path_dirs_to_grant() -> Vec<PathBuf> {
-    let Some(path) = std::env::var_os("PATH") else { return Vec::new() };
-    let mut dirs: Vec<PathBuf> = Vec::new();
-    for dir in std::env::split_paths(&path) {
-        if !dir.is_absolute() || dirs.contains(&dir) {
-            continue;
-        }
-        let covered = SYSTEM_READ.iter().map(Path::new).any(|sys| {
-            dir.strip_prefix(sys).is_ok_and(|rest| {
-                let mut below = sys.to_path_buf();
-                rest.components().all(|c| {
-                    below.push(c);
-                    std::fs::symlink_metadata(&below).is_ok_and(|m| !m.file_type().is_symlink())
-                })
-            })
-        });
-        if !covered {
-            dirs.push(dir);
-        }
-    }
-    dirs
+/// One rule per granted directory, opened following no symlink: a grant is a path without
+/// symlinks (`grants::toolchains`), so one met now was planted since, and leads where a
+/// command chose.
+fn grant_rules<'a>(
+    paths: impl Iterator<Item = &'a PathBuf> + 'a,
+    access: BitFlags<AccessFs>,
+) -> impl Iterator<Item = Result<PathBeneath<OwnedFd>, RulesetError>> + 'a {
+    use std::os::fd::FromRawFd;
+    use std::os::unix::ffi::OsStrExt;
+    paths.filter_map(move |path| {
+        let path = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
+        let fd = super::namespace::open_dir(&path).ok()?;
+        // SAFETY: `open_dir` returned a descriptor owned from here on.
+        Some(Ok(PathBeneath::new(unsafe { OwnedFd::from_raw_fd(fd) }, access)))
+    })
 }
 
 /// A ruleset for each command's own domain, nested in the server's: built once, entered by

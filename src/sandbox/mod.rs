@@ -59,8 +59,16 @@ pub struct SandboxConfig {
 
 impl SandboxConfig {
     /// What commands may reach besides the roots and the system, on this machine now.
-    pub fn grants(&self, home: Option<&std::path::Path>) -> Vec<grants::Grant> {
-        let env = grants::Environment::current(home);
+    /// `roots`: commands write in those allowed read-write.
+    pub fn grants(
+        &self,
+        home: Option<&std::path::Path>,
+        roots: &[AllowedRoot],
+    ) -> Vec<grants::Grant> {
+        use crate::policy::Access;
+        let writable = roots.iter().filter(|r| r.access == Access::Write);
+        let writable = writable.map(|r| r.path.clone()).collect();
+        let env = grants::Environment::current(home, writable);
         let resolve = |path: &std::path::Path| std::fs::canonicalize(path).ok();
         grants::toolchains(&env, self.strict, &self.extra_read, &self.extra_write, &resolve)
     }
@@ -246,7 +254,7 @@ impl Sandbox {
     #[cfg(target_os = "linux")]
     fn apply_layers(self, roots: &[AllowedRoot]) -> Applied {
         let tmp = self.command_tmp.as_ref().map(|t| t.dir());
-        let mut grants = self.config.grants(self.home.as_deref());
+        let mut grants = self.config.grants(self.home.as_deref(), roots);
         let (isolation, namespace, overlays, overlay_roots) = match self.pending {
             Pending::Namespace => {
                 let overlays = tmp.map(|t| cache_overlays(roots, t, &grants)).unwrap_or_default();
@@ -534,17 +542,8 @@ pub fn describe(
     for dev in DEV_NODES.iter().chain(DEV_DIRS) {
         line("read-write", std::path::Path::new(dev), "the minimal /dev");
     }
-    if let Some(path) = std::env::var_os("PATH") {
-        let mut seen: Vec<PathBuf> = Vec::new();
-        for dir in std::env::split_paths(&path).filter(|d| d.is_absolute() && d.is_dir()) {
-            if !seen.contains(&dir) {
-                line("read+exec", &dir, "on PATH");
-                seen.push(dir);
-            }
-        }
-    }
     let mut caches = false;
-    for grant in config.grants(home) {
+    for grant in config.grants(home, roots) {
         let reach = match grant.reach {
             grants::Reach::Run => "read+exec",
             grants::Reach::Read => "read",
@@ -598,9 +597,6 @@ impl Reach {
                 write.push(grant.path.clone());
             }
             read.push(grant.path);
-        }
-        if let Some(path) = std::env::var_os("PATH") {
-            read.extend(std::env::split_paths(&path).filter(|dir| dir.is_absolute()));
         }
         Reach { read, write }
     }

@@ -560,7 +560,7 @@ struct RawOpenHow {
 
 /// The directory at `path` (`O_PATH`), following no symlink: the places are canonical paths,
 /// so one met means the tree changed since they were checked.
-fn open_dir(path: &CStr) -> io::Result<RawFd> {
+pub(super) fn open_dir(path: &CStr) -> io::Result<RawFd> {
     let how = RawOpenHow {
         flags: (libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC) as u64,
         mode: 0,

@@ -22,7 +22,7 @@ impl CommandTmp {
     pub fn create() -> Option<CommandTmp> {
         use std::os::unix::fs::{DirBuilderExt, MetadataExt};
         let uid = nix::unistd::geteuid().as_raw();
-        let parent = std::env::temp_dir().join(format!("replay-cmd-tmp-{uid}"));
+        let parent = self::parent(&std::env::temp_dir());
         match std::fs::DirBuilder::new().mode(0o700).create(&parent) {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
@@ -78,6 +78,12 @@ fn open_overlay_work(dir: &Path) {
             let _ = std::fs::set_permissions(entry.path(), std::fs::Permissions::from_mode(0o700));
         }
     }
+}
+
+/// The user's directory of every server's TMPDIR for commands, in the temporary directory
+/// `temp`.
+pub fn parent(temp: &Path) -> PathBuf {
+    temp.join(format!("replay-cmd-tmp-{}", nix::unistd::geteuid().as_raw()))
 }
 
 /// Removes the directories of servers that are no longer running.
