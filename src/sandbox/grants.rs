@@ -82,11 +82,49 @@ pub const CREDENTIALS: &[&str] = &[
     "snap",
 ];
 
-/// Words in a variable's name that say it leads to a secret (`GNUPGHOME`, `DOCKER_CONFIG`...):
-/// such a variable grants nothing.
-const SECRET_WORDS: &[&str] = &[
-    "GNUPG", "SSH", "AWS", "AZURE", "GCLOUD", "DOCKER", "KUBE", "PASSWORD", "PASS", "TOKEN",
-    "SECRET", "CRED", "KEY", "VAULT", "GH_", "GPG", "CERT", "AUTH",
+/// The variables naming a toolchain's install root (read and execute), besides those with a
+/// rule of their own (`CARGO_HOME`, `RUSTUP_HOME`, `PYENV_ROOT`, `NVM_DIR`, `GOPATH`). Only
+/// these: any `*_HOME` is also `COMPOSER_HOME` (`auth.json`), `HF_HOME` (a token),
+/// `GNUPGHOME`, `VAGRANT_HOME` (a private key)...
+const TOOLCHAIN_VARS: &[&str] = &[
+    "JAVA_HOME",
+    "JDK_HOME",
+    "GOROOT",
+    "DENO_DIR",
+    "BUN_INSTALL",
+    "SDKMAN_DIR",
+    "ASDF_DIR",
+    "ASDF_DATA_DIR",
+    "MISE_DATA_DIR",
+    "VOLTA_HOME",
+    "PNPM_HOME",
+    "RBENV_ROOT",
+    "NODENV_ROOT",
+    "GRADLE_HOME",
+    "MAVEN_HOME",
+    "M2_HOME",
+    "ANDROID_HOME",
+    "ANDROID_SDK_ROOT",
+    "ANDROID_NDK_HOME",
+    "FLUTTER_ROOT",
+    "DOTNET_ROOT",
+];
+
+/// Files that hold a credential wherever they are: a directory holding one is not granted.
+const CREDENTIAL_FILES: &[&str] = &[
+    "auth.json",
+    "credentials",
+    "credentials.toml",
+    "credentials.json",
+    ".credentials.json",
+    "token",
+    "hosts.yml",
+    "id_rsa",
+    "id_ed25519",
+    "id_ecdsa",
+    "insecure_private_key",
+    "gradle.properties",
+    "settings.xml",
 ];
 
 /// Read-only configuration, under the home: files, or directories without credentials.
@@ -152,10 +190,12 @@ impl Environment {
         Environment { home: home.map(Path::to_path_buf), vars, temp, writable, path }
     }
 
+    /// The variable's directory: absolute, at least two levels down (not `/`, `/home`,
+    /// `/tmp`).
     fn var(&self, name: &str) -> Option<PathBuf> {
         let (_, value) = self.vars.iter().find(|(n, _)| n == name)?;
         let path = PathBuf::from(value);
-        path.is_absolute().then_some(path)
+        (path.is_absolute() && path.components().count() > 2).then_some(path)
     }
 }
 
@@ -165,6 +205,15 @@ pub fn touches_credentials(home: &Path, path: &Path) -> bool {
         .iter()
         .map(|rel| home.join(rel))
         .any(|secret| secret.starts_with(path) || path.starts_with(&secret))
+}
+
+/// Whether `path` lies in a credential place by its name, in any directory (another home's
+/// `.ssh`, `.config/gh`), or holds one (`CREDENTIALS` or `CREDENTIAL_FILES`, by `exists`).
+fn names_credentials(path: &Path, exists: &dyn Fn(&Path) -> bool) -> bool {
+    // Names alone: `snap` is a credential place only in a home.
+    let places = || CREDENTIALS.iter().filter(|rel| rel.starts_with('.'));
+    let lies_in = path.ancestors().any(|dir| places().any(|rel| dir.ends_with(rel)));
+    lies_in || places().chain(CREDENTIAL_FILES).any(|name| exists(&path.join(name)))
 }
 
 /// The toolchain grants (`strict`: none), then the `--sandbox-read` and `--sandbox-write`
@@ -196,7 +245,15 @@ pub fn toolchains(
         // Nor one that holds the temporary directory: other servers' TMPDIRs are there.
         let holds_temp = env.temp.as_deref().is_some_and(|t| t.starts_with(&real));
         let chosen = writable.iter().any(|w| real.starts_with(w) || path.starts_with(w));
-        if checked && (secret(home) || secret(real_home.as_deref()) || holds_temp || chosen) {
+        let named = |p: &Path| names_credentials(p, &|f| resolve(f).is_some());
+        let secret_name = || named(&path) || named(&real);
+        if checked
+            && (secret(home)
+                || secret(real_home.as_deref())
+                || holds_temp
+                || chosen
+                || secret_name())
+        {
             return;
         }
         // The user's own flag names what it names, but not through a symlink a command could
@@ -265,7 +322,7 @@ pub fn toolchains(
             }
         }
         for (name, path) in named_homes(env) {
-            add(path, Reach::Run, format!("{name} (a *_HOME or *_ROOT variable)"), true);
+            add(path, Reach::Run, name, true);
         }
     }
     // The `PATH` directories, checked like any other: the home on `PATH` grants no credential.
@@ -290,27 +347,17 @@ pub fn toolchains(
     grants
 }
 
-/// `*_HOME` and `*_ROOT` variables (and `GOROOT`, `JAVA_HOME`...) naming a directory at least
-/// two levels down (not `/home`, `/tmp`, `/var`), not the home or a directory above it, not an XDG base directory (which hold everyone's
-/// configuration and data), not a credential place, nor named for a secret.
+/// The `TOOLCHAIN_VARS` set, naming a directory at least two levels down (`Environment::var`),
+/// not the home or a directory above it, nor a credential place.
 fn named_homes(env: &Environment) -> Vec<(String, PathBuf)> {
     let home = env.home.as_deref();
-    let mut found: Vec<(String, PathBuf)> = env
-        .vars
+    TOOLCHAIN_VARS
         .iter()
-        .filter(|(name, _)| name.ends_with("_HOME") || name.ends_with("_ROOT") || name == "GOROOT")
-        .filter(|(name, _)| {
-            !name.starts_with("XDG_") && !matches!(name.as_str(), "HOME" | "CARGO_HOME")
-        })
-        .filter(|(name, _)| !SECRET_WORDS.iter().any(|word| name.contains(word)))
-        .filter_map(|(name, _)| Some((name.clone(), env.var(name)?)))
-        .filter(|(_, path)| path.components().count() > 2)
+        .filter_map(|name| Some((name.to_string(), env.var(name)?)))
         .filter(|(_, path)| {
             home.is_none_or(|h| !h.starts_with(path) && !touches_credentials(h, path))
         })
-        .collect();
-    found.sort();
-    found
+        .collect()
 }
 
 /// The line a command's failure ends with when the sandbox refused it, or `None`: the tail of

@@ -91,6 +91,14 @@ fn named_variables() {
         false,
         &["Write /w"],
     );
+    // Only the toolchains' variables; none in or holding a credential place by its name,
+    // whatever home it is in.
+    check(
+        &[("COMPOSER_HOME", "/opt/c"), ("JAVA_HOME", "/o/.ssh/k"), ("GOROOT", "/opt/go")],
+        &["/opt/c", "/o/.ssh/k", "/opt/go", "/opt/go/auth.json"],
+        false,
+        &["Write /w"],
+    );
     // Named explicitly, the temporary directory is refused too.
     check(
         &[("PYENV_ROOT", "/tmp"), ("NVM_DIR", "/var/x")],
