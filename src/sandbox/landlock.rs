@@ -20,6 +20,7 @@ use landlock::{
 };
 
 use super::grants::{Grant, Reach};
+use super::namespace::Fresh;
 use super::{Kernel, SandboxConfig, DEV_DIRS, DEV_NODES, SYSTEM_READ};
 use crate::policy::{Access as RootAccess, AllowedRoot};
 
@@ -34,10 +35,11 @@ pub fn apply(
     roots: &[AllowedRoot],
     child_tmp: Option<&Path>,
     grants: &[Grant],
-    overlays: &[OwnedFd],
+    fresh: &Fresh,
+    host_pts: bool,
     config: &SandboxConfig,
 ) -> Kernel {
-    match restrict(roots, child_tmp, grants, overlays, config) {
+    match restrict(roots, child_tmp, grants, fresh, host_pts, config) {
         Ok(RulesetStatus::FullyEnforced) => Kernel::Enforced,
         Ok(RulesetStatus::PartiallyEnforced) => Kernel::Partial,
         Ok(RulesetStatus::NotEnforced) => Kernel::Unsupported,
@@ -49,7 +51,8 @@ fn restrict(
     roots: &[AllowedRoot],
     child_tmp: Option<&Path>,
     grants: &[Grant],
-    overlays: &[OwnedFd],
+    fresh: &Fresh,
+    host_pts: bool,
     config: &SandboxConfig,
 ) -> Result<RulesetStatus, RulesetError> {
     let all = AccessFs::from_all(ABI_WANTED);
@@ -64,6 +67,11 @@ fn restrict(
     let granted = |reach: Reach| grants.iter().filter(move |g| g.reach == reach).map(|g| &g.path);
     // Configuration is read, never run.
     let config_files: Vec<&PathBuf> = granted(Reach::Read).collect();
+    let no_ioctl = all & !BitFlags::from(AccessFs::IoctlDev);
+    let device_file = (read | AccessFs::WriteFile)
+        & AccessFs::from_file(ABI_WANTED)
+        & !(AccessFs::Execute | AccessFs::IoctlDev);
+    let dev_dirs = DEV_DIRS.iter().filter(|d| host_pts || **d != "/dev/pts");
     let status = ruleset
         .create()?
         .add_rules(rules(SYSTEM_READ, read))?
@@ -71,7 +79,7 @@ fn restrict(
         // Files or directories: the crate's helper looks which.
         .add_rules(path_beneath_rules(config_files, read & !BitFlags::from(AccessFs::Execute)))?
         .add_rules(grant_rules(granted(Reach::Write), all))?
-        .add_rules(overlays.iter().map(|fd| Ok::<_, RulesetError>(PathBeneath::new(fd, all))))?
+        .add_rules(fd_rules(&fresh.overlays, all))?
         // /dev lists, but only these nodes open (`DEV_NODES`).
         .add_rules(rules(["/dev"], BitFlags::from(AccessFs::ReadDir)))?
         .add_rules(rules(
@@ -82,7 +90,9 @@ fn restrict(
         ))?
         // No device ioctls on terminals: with them a command could push keystrokes into the
         // user's terminal (TIOCSTI) or change its settings. Opening, reading and writing stay.
-        .add_rules(rules(DEV_DIRS, all & !BitFlags::from(AccessFs::IoctlDev)))?
+        .add_rules(rules(dev_dirs, no_ioctl))?
+        .add_rules(fd_rules(&fresh.device_dirs, no_ioctl))?
+        .add_rules(fd_rules(&fresh.device_files, device_file))?
         .add_rules(rules(child_tmp, all))?
         .add_rules(rules(read_only.iter().map(|r| &r.path), read))?
         .add_rules(rules(read_write.iter().map(|r| &r.path), all))?
@@ -103,6 +113,14 @@ where
     P: AsRef<Path>,
 {
     paths.into_iter().filter_map(move |p| Some(Ok(PathBeneath::new(PathFd::new(p).ok()?, access))))
+}
+
+/// One rule per descriptor: the namespace's own mounts (`namespace::Fresh`).
+fn fd_rules(
+    fds: &[OwnedFd],
+    access: BitFlags<AccessFs>,
+) -> impl Iterator<Item = Result<PathBeneath<&OwnedFd>, RulesetError>> {
+    fds.iter().map(move |fd| Ok(PathBeneath::new(fd, access)))
 }
 
 /// One rule per granted directory, opened following no symlink: a grant is a path without

@@ -255,17 +255,17 @@ impl Sandbox {
     fn apply_layers(self, roots: &[AllowedRoot]) -> Applied {
         let tmp = self.command_tmp.as_ref().map(|t| t.dir());
         let mut grants = self.config.grants(self.home.as_deref(), roots);
-        let (isolation, namespace, overlays, overlay_roots) = match self.pending {
+        let (isolation, namespace, overlays, fresh) = match self.pending {
             Pending::Namespace => {
                 let overlays = tmp.map(|t| cache_overlays(roots, t, &grants)).unwrap_or_default();
                 match namespace::create(&places(roots, tmp, &grants), &overlays) {
-                    Ok((entry, fds)) => {
-                        (Isolation::Namespace, Some(Arc::new(entry)), overlays, fds)
+                    Ok((entry, fresh)) => {
+                        (Isolation::Namespace, Some(Arc::new(entry)), overlays, fresh)
                     }
-                    Err(why) => (without_namespace(why), None, Vec::new(), Vec::new()),
+                    Err(why) => (without_namespace(why), None, Vec::new(), Default::default()),
                 }
             }
-            Pending::Decided(isolation) => (isolation, None, Vec::new(), Vec::new()),
+            Pending::Decided(isolation) => (isolation, None, Vec::new(), Default::default()),
         };
         // A cache the rules grant and no overlay covers is read-only: written in place, it
         // would change what the user's own builds outside the sandbox run. One inside a
@@ -276,8 +276,11 @@ impl Sandbox {
                 grant.reach = grants::Reach::Run;
             }
         }
-        let kernel = landlock::apply(roots, tmp, &grants, &overlay_roots, &self.config);
-        drop(overlay_roots);
+        // Without the namespace the host's /dev/pts is all there is: every terminal of the
+        // machine. Commands get none (they cannot set one up anyway: no device ioctls).
+        let host_pts = namespace.is_some();
+        let kernel = landlock::apply(roots, tmp, &grants, &fresh, host_pts, &self.config);
+        drop(fresh);
         // Every command gets the filter: the fallback's refuses metadata changes as well.
         let filter = seccomp::filter(matches!(isolation, Isolation::Seccomp(_))).map(Arc::new);
         let domain = landlock::command_domain().map(Arc::new);
@@ -317,7 +320,7 @@ fn in_read_write_root(roots: &[AllowedRoot], path: &std::path::Path) -> bool {
 }
 
 /// The caches the rules grant write to, each as an overlay whose upper and work directories
-/// are made now in `tmp/.replay-caches/N`, so removed with it: commands see a writable cache,
+/// are made now in `tmp::layers(tmp)/N`, beside it, removed with it: commands see a writable cache,
 /// the real one never changes. Not a cache inside a read-write root (the root's own), nor one
 /// that holds a root or `tmp` (the overlay would hide them), nor one that is not a directory.
 #[cfg(target_os = "linux")]
@@ -336,7 +339,7 @@ fn cache_overlays(
         if !dir || holds || in_read_write_root(roots, path) {
             continue;
         }
-        let layers = tmp.join(CACHE_LAYERS).join(overlays.len().to_string());
+        let layers = tmp::layers(tmp).join(overlays.len().to_string());
         let (upper, work) = (layers.join("upper"), layers.join("work"));
         let mut builder = std::fs::DirBuilder::new();
         builder.mode(0o700).recursive(true);
@@ -348,9 +351,6 @@ fn cache_overlays(
     }
     overlays
 }
-
-/// The directory in the commands' TMPDIR that holds the caches' copies (`cache_overlays`).
-pub const CACHE_LAYERS: &str = ".replay-caches";
 
 /// The places that keep their own access in the namespace: the roots, this server's TMPDIR,
 /// and the directories under /dev commands write in; and the directories between a read-only
@@ -388,8 +388,11 @@ fn places(
         .filter(|g| g.reach == grants::Reach::Write && g.user)
         .filter(|g| std::fs::symlink_metadata(&g.path).is_ok_and(|m| m.is_dir()))
         .map(|g| g.path.as_path());
+    // The overlays' upper layers are written through this mount; Landlock keeps commands out.
+    let layers = tmp.map(tmp::layers);
     let writable = tmp
         .into_iter()
+        .chain(layers.as_deref())
         .chain(caches)
         .chain(DEV_DIRS.iter().map(std::path::Path::new))
         .map(|path| namespace::Place { path: path.to_path_buf(), writable: true });

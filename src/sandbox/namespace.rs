@@ -64,6 +64,17 @@ pub struct Overlay {
     pub work: PathBuf,
 }
 
+/// The namespace's own mounts, by descriptor, which Landlock rules on the host's directories do
+/// not reach: the caches' overlays (`create`), and the private `/dev/pts` and `/dev/shm`.
+#[derive(Debug, Default)]
+pub struct Fresh {
+    pub overlays: Vec<OwnedFd>,
+    /// `/dev/pts` and `/dev/shm` of the namespace's own.
+    pub device_dirs: Vec<OwnedFd>,
+    /// `/dev/ptmx`: the private `/dev/pts`'s.
+    pub device_files: Vec<OwnedFd>,
+}
+
 /// What a command joins: the namespaces, by descriptor.
 #[derive(Debug)]
 pub struct Entry {
@@ -76,7 +87,7 @@ pub struct Entry {
 /// but `places` that are writable, and the places that are not but lie inside one that is.
 /// Then mounts each of `overlays` over its target, and gives the root of each as it is in the
 /// namespace (for the Landlock rules: an overlay's files are no files of the real directory).
-pub fn create(places: &[Place], overlays: &[Overlay]) -> Result<(Entry, Vec<OwnedFd>), String> {
+pub fn create(places: &[Place], overlays: &[Overlay]) -> Result<(Entry, Fresh), String> {
     let caps = Capabilities::current().map_err(|e| format!("capget: {e}"))?;
     let user =
         !(caps.effective(capabilities::SYS_ADMIN) && caps.effective(capabilities::SYS_CHROOT));
@@ -121,6 +132,7 @@ pub fn create(places: &[Place], overlays: &[Overlay]) -> Result<(Entry, Vec<Owne
     let mut job = Job {
         maps: maps.as_ref(),
         overlays: &mut layered,
+        devices: [-1; 3],
         read_only_root: plan.read_only_root,
         binds: &mut binds,
         failed_at: None,
@@ -140,7 +152,13 @@ pub fn create(places: &[Place], overlays: &[Overlay]) -> Result<(Entry, Vec<Owne
     let own = |fd: RawFd| (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd) });
     let user = own(job.user_ns);
     let mnt = own(job.mnt_ns).ok_or("the namespace's helper opened no namespace")?;
-    Ok((Entry { user, mnt }, roots))
+    let [pts, ptmx, shm] = job.devices;
+    let fresh = Fresh {
+        overlays: roots,
+        device_dirs: [pts, shm].into_iter().filter_map(own).collect(),
+        device_files: own(ptmx).into_iter().collect(),
+    };
+    Ok((Entry { user, mnt }, fresh))
 }
 
 impl Entry {
@@ -197,6 +215,8 @@ struct Job<'a> {
     read_only_root: bool,
     binds: &'a mut [Bind],
     overlays: &'a mut [Layered],
+    /// The private `/dev/pts`, its `ptmx`, and `/dev/shm`, opened by the helper; -1 if not.
+    devices: [RawFd; 3],
     /// Where it failed, and the error number.
     failed_at: Option<Step>,
     errno: i32,
@@ -355,6 +375,7 @@ impl Job<'_> {
             }
             return mounted;
         }
+        private_devices(&mut self.devices);
         if self.maps.is_some() {
             self.user_ns = or(open_file(c"/proc/self/ns/user"), Step::OpenNamespace)?;
         }
@@ -468,6 +489,60 @@ fn copy(path: &CStr, writable: bool) -> io::Result<RawFd> {
         }
     }
     Ok(tree)
+}
+
+/// A `devpts` instance of the namespace's own on `/dev/pts` (the host's shows every terminal of
+/// the machine: a command could read what is typed in another session and write into it),
+/// with `/dev/ptmx` its `ptmx`; where the kernel refuses one, an empty read-only tmpfs there.
+/// A tmpfs of 64 MiB (Docker's default) on `/dev/shm`, for the host's holds other programs'
+/// shared memory. Neither failing costs the namespace: the host's directory then stays
+/// hidden or, with no mount at all, left as it is. A pseudo-terminal the server opened before
+/// the command started is inherited by descriptor and keeps working.
+fn private_devices(opened: &mut [RawFd; 3]) {
+    let none = std::ptr::null::<libc::c_void>();
+    let mount = |source: &CStr, target: &CStr, fs: &CStr, flags: libc::c_ulong, data: &CStr| {
+        // SAFETY: NUL-terminated strings.
+        let rc = unsafe {
+            libc::mount(source.as_ptr(), target.as_ptr(), fs.as_ptr(), flags, data.as_ptr().cast())
+        };
+        rc == 0
+    };
+    let hidden = libc::MS_NOSUID | libc::MS_NOEXEC;
+    if open_dir(c"/dev/pts").map(|fd| unsafe { libc::close(fd) }).is_ok() {
+        let pts = c"newinstance,ptmxmode=0666,mode=0620";
+        if mount(c"devpts", c"/dev/pts", c"devpts", hidden, pts) {
+            // SAFETY: NUL-terminated paths; a bind mount takes no data.
+            let rc = unsafe {
+                libc::mount(
+                    c"/dev/pts/ptmx".as_ptr(),
+                    c"/dev/ptmx".as_ptr(),
+                    std::ptr::null(),
+                    libc::MS_BIND,
+                    none,
+                )
+            };
+            if rc == 0 {
+                // SAFETY: a NUL-terminated path.
+                let fd = unsafe {
+                    libc::open(
+                        c"/dev/ptmx".as_ptr(),
+                        libc::O_PATH | libc::O_CLOEXEC | libc::O_NOFOLLOW,
+                    )
+                };
+                opened[1] = fd.max(-1);
+            }
+            opened[0] = open_dir(c"/dev/pts").unwrap_or(-1);
+        } else {
+            let empty = hidden | libc::MS_NODEV | libc::MS_RDONLY;
+            mount(c"tmpfs", c"/dev/pts", c"tmpfs", empty, c"mode=0755,size=4k");
+        }
+    }
+    if open_dir(c"/dev/shm").map(|fd| unsafe { libc::close(fd) }).is_ok() {
+        let shm = libc::MS_NOSUID | libc::MS_NODEV;
+        if mount(c"tmpfs", c"/dev/shm", c"tmpfs", shm, c"mode=1777,size=64m") {
+            opened[2] = open_dir(c"/dev/shm").unwrap_or(-1);
+        }
+    }
 }
 
 /// `fsconfig`'s commands and the flags of `fsopen` and `fsmount` (linux/mount.h), which the

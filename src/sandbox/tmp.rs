@@ -62,16 +62,26 @@ impl CommandTmp {
     /// Empties this server's directory, and removes it where the sandbox lets the server (it
     /// does not: the next server to start removes it).
     pub fn remove(&self) {
-        open_overlay_work(&self.dir);
+        let layers = layers(&self.dir);
+        open_overlay_work(&layers);
+        let _ = std::fs::remove_dir_all(&layers);
         let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 
-/// The overlay's work directories (`sandbox::CACHE_LAYERS`) hold a directory of mode 0 that
+/// Beside a server's TMPDIR `dir` (`<pid>`), `<pid>.caches`: the upper and work directories of
+/// the caches' overlays (`sandbox::cache_overlays`), out of its commands' reach.
+pub fn layers(dir: &Path) -> PathBuf {
+    let mut name = dir.file_name().unwrap_or_default().to_os_string();
+    name.push(".caches");
+    dir.with_file_name(name)
+}
+
+/// The overlays' work directories (`layers`) hold a directory of mode 0 that
 /// its owner could not list, and so not remove, without root.
 fn open_overlay_work(dir: &Path) {
     use std::os::unix::fs::PermissionsExt;
-    let Ok(copies) = std::fs::read_dir(dir.join(super::CACHE_LAYERS)) else { return };
+    let Ok(copies) = std::fs::read_dir(dir) else { return };
     for copy in copies.flatten() {
         let Ok(inner) = std::fs::read_dir(copy.path().join("work")) else { continue };
         for entry in inner.flatten().filter(|e| e.file_type().is_ok_and(|t| t.is_dir())) {
@@ -90,7 +100,9 @@ pub fn parent(temp: &Path) -> PathBuf {
 fn sweep(parent: &Path) {
     let Ok(entries) = std::fs::read_dir(parent) else { return };
     for entry in entries.flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
+        let name = entry.file_name();
+        let pid = name.to_str().map(|n| n.strip_suffix(".caches").unwrap_or(n));
+        let Some(pid) = pid.and_then(|n| n.parse::<i32>().ok()) else {
             continue;
         };
         let gone = matches!(
