@@ -210,10 +210,18 @@ pub fn touches_credentials(home: &Path, path: &Path) -> bool {
 /// Whether `path` lies in a credential place by its name, in any directory (another home's
 /// `.ssh`, `.config/gh`), or holds one (`CREDENTIALS` or `CREDENTIAL_FILES`, by `exists`).
 fn names_credentials(path: &Path, exists: &dyn Fn(&Path) -> bool) -> bool {
-    // Names alone: `snap` is a credential place only in a home.
-    let places = || CREDENTIALS.iter().filter(|rel| rel.starts_with('.'));
-    let lies_in = path.ancestors().any(|dir| places().any(|rel| dir.ends_with(rel)));
-    lies_in || places().chain(CREDENTIAL_FILES).any(|name| exists(&path.join(name)))
+    lies_in_credentials(path)
+        || credential_names().chain(CREDENTIAL_FILES).any(|name| exists(&path.join(name)))
+}
+
+/// The credential places known by name alone: `snap` is one only in a home.
+fn credential_names() -> impl Iterator<Item = &'static &'static str> {
+    CREDENTIALS.iter().filter(|rel| rel.starts_with('.'))
+}
+
+/// Whether `path` is or lies in a credential place by its name, in any directory.
+fn lies_in_credentials(path: &Path) -> bool {
+    path.ancestors().any(|dir| credential_names().any(|rel| dir.ends_with(rel)))
 }
 
 /// The toolchain grants (`strict`: none), then the `--sandbox-read` and `--sandbox-write`
@@ -383,8 +391,11 @@ pub fn hint(stderr: &[u8], reachable: &dyn Fn(&Path, bool) -> bool) -> Option<&'
         };
         // No flag grants a device: /dev is what it is.
         for path in absolute_paths(line).map(Path::new).filter(|p| !p.starts_with("/dev")) {
-            // The last refusal in the output is the one that stopped the command.
-            if write && !reachable(path, true) {
+            // The last refusal in the output is the one that stopped the command. No flag is
+            // offered for a credential: the user would add `~/.ssh` on the agent's word.
+            if lies_in_credentials(path) && !reachable(path, write) {
+                flag = Some(CREDENTIAL_HINT);
+            } else if write && !reachable(path, true) {
                 flag = Some(WRITE_HINT);
             } else if !write && !reachable(path, false) {
                 flag = Some(READ_HINT);
@@ -394,6 +405,8 @@ pub fn hint(stderr: &[u8], reachable: &dyn Fn(&Path, bool) -> bool) -> Option<&'
     flag
 }
 
+pub const CREDENTIAL_HINT: &str =
+    "[sandbox: a credential place was refused; credentials stay out of commands' reach]";
 pub const READ_HINT: &str = "[sandbox: a path outside the command's grants was refused; `--sandbox-read PATH` (or `--allow PATH`) lets commands read it]";
 pub const WRITE_HINT: &str = "[sandbox: a write outside the read-write directories was refused; `--sandbox-write PATH` (or `--allow PATH:rw`) lets commands write there]";
 

@@ -134,6 +134,8 @@ fn hints() {
     );
     assert_eq!(hint_of("touch: cannot touch '/r/f': Read-only file system"), write);
     assert_eq!(hint_of("OSError: [Errno 18] Invalid cross-device link: 'a' -> '/r/h'"), write);
+    // A credential place: no flag offered.
+    assert_eq!(hint_of("cat: /x/.ssh/id_rsa: Permission denied"), Some(CREDENTIAL_HINT));
     // Inside the grants, or no path, or another error: an ordinary failure.
     assert_eq!(hint_of("cat: /w/f: Permission denied"), None);
     assert_eq!(hint_of("cat: /r/f: Permission denied"), None);
