@@ -14,6 +14,7 @@
 //! start-up would change the home of a user who never runs that toolchain; a missing cache
 //! shows in the refusal hint (`hint`), and `mkdir` once fixes it.
 
+use std::collections::HashMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
@@ -34,6 +35,9 @@ pub struct Grant {
     pub path: PathBuf,
     pub reach: Reach,
     pub why: String,
+    /// Given by the user's own flag (`--sandbox-read`, `--sandbox-write`): taken as given. A
+    /// cache the rules grant is written in a copy of the commands' own (`sandbox::places`).
+    pub user: bool,
 }
 
 /// Places under the home that hold credentials: never granted, nor anything that holds them.
@@ -78,11 +82,49 @@ pub const CREDENTIALS: &[&str] = &[
     "snap",
 ];
 
-/// Words in a variable's name that say it leads to a secret (`GNUPGHOME`, `DOCKER_CONFIG`...):
-/// such a variable grants nothing.
-const SECRET_WORDS: &[&str] = &[
-    "GNUPG", "SSH", "AWS", "AZURE", "GCLOUD", "DOCKER", "KUBE", "PASSWORD", "PASS", "TOKEN",
-    "SECRET", "CRED", "KEY", "VAULT", "GH_", "GPG", "CERT", "AUTH",
+/// The variables naming a toolchain's install root (read and execute), besides those with a
+/// rule of their own (`CARGO_HOME`, `RUSTUP_HOME`, `PYENV_ROOT`, `NVM_DIR`, `GOPATH`). Only
+/// these: any `*_HOME` is also `COMPOSER_HOME` (`auth.json`), `HF_HOME` (a token),
+/// `GNUPGHOME`, `VAGRANT_HOME` (a private key)...
+const TOOLCHAIN_VARS: &[&str] = &[
+    "JAVA_HOME",
+    "JDK_HOME",
+    "GOROOT",
+    "DENO_DIR",
+    "BUN_INSTALL",
+    "SDKMAN_DIR",
+    "ASDF_DIR",
+    "ASDF_DATA_DIR",
+    "MISE_DATA_DIR",
+    "VOLTA_HOME",
+    "PNPM_HOME",
+    "RBENV_ROOT",
+    "NODENV_ROOT",
+    "GRADLE_HOME",
+    "MAVEN_HOME",
+    "M2_HOME",
+    "ANDROID_HOME",
+    "ANDROID_SDK_ROOT",
+    "ANDROID_NDK_HOME",
+    "FLUTTER_ROOT",
+    "DOTNET_ROOT",
+];
+
+/// Files that hold a credential wherever they are: a directory holding one is not granted.
+const CREDENTIAL_FILES: &[&str] = &[
+    "auth.json",
+    "credentials",
+    "credentials.toml",
+    "credentials.json",
+    ".credentials.json",
+    "token",
+    "hosts.yml",
+    "id_rsa",
+    "id_ed25519",
+    "id_ecdsa",
+    "insecure_private_key",
+    "gradle.properties",
+    "settings.xml",
 ];
 
 /// Read-only configuration, under the home: files, or directories without credentials.
@@ -126,22 +168,34 @@ pub struct Environment {
     pub vars: Vec<(String, OsString)>,
     /// The temporary directory, which holds every server's TMPDIR for commands.
     pub temp: Option<PathBuf>,
+    /// The places commands write (the read-write roots, every server's TMPDIR for commands),
+    /// without symlinks: no rule grants what lies in one, where a command chooses what is
+    /// there.
+    pub writable: Vec<PathBuf>,
+    /// The `PATH` directories.
+    pub path: Vec<PathBuf>,
 }
 
 impl Environment {
     /// This process's.
-    pub fn current(home: Option<&Path>) -> Environment {
+    pub fn current(home: Option<&Path>, mut writable: Vec<PathBuf>) -> Environment {
         let vars = std::env::vars_os()
             .filter_map(|(name, value)| Some((name.into_string().ok()?, value)))
             .collect();
         let temp = std::fs::canonicalize(std::env::temp_dir()).ok();
-        Environment { home: home.map(Path::to_path_buf), vars, temp }
+        writable.extend(temp.as_deref().map(super::tmp::parent));
+        let path = std::env::var_os("PATH")
+            .map(|p| std::env::split_paths(&p).collect())
+            .unwrap_or_default();
+        Environment { home: home.map(Path::to_path_buf), vars, temp, writable, path }
     }
 
+    /// The variable's directory: absolute, at least two levels down (not `/`, `/home`,
+    /// `/tmp`).
     fn var(&self, name: &str) -> Option<PathBuf> {
         let (_, value) = self.vars.iter().find(|(n, _)| n == name)?;
         let path = PathBuf::from(value);
-        path.is_absolute().then_some(path)
+        (path.is_absolute() && path.components().count() > 2).then_some(path)
     }
 }
 
@@ -151,6 +205,23 @@ pub fn touches_credentials(home: &Path, path: &Path) -> bool {
         .iter()
         .map(|rel| home.join(rel))
         .any(|secret| secret.starts_with(path) || path.starts_with(&secret))
+}
+
+/// Whether `path` lies in a credential place by its name, in any directory (another home's
+/// `.ssh`, `.config/gh`), or holds one (`CREDENTIALS` or `CREDENTIAL_FILES`, by `exists`).
+fn names_credentials(path: &Path, exists: &dyn Fn(&Path) -> bool) -> bool {
+    lies_in_credentials(path)
+        || credential_names().chain(CREDENTIAL_FILES).any(|name| exists(&path.join(name)))
+}
+
+/// The credential places known by name alone: `snap` is one only in a home.
+fn credential_names() -> impl Iterator<Item = &'static &'static str> {
+    CREDENTIALS.iter().filter(|rel| rel.starts_with('.'))
+}
+
+/// Whether `path` is or lies in a credential place by its name, in any directory.
+fn lies_in_credentials(path: &Path) -> bool {
+    path.ancestors().any(|dir| credential_names().any(|rel| dir.ends_with(rel)))
 }
 
 /// The toolchain grants (`strict`: none), then the `--sandbox-read` and `--sandbox-write`
@@ -166,6 +237,12 @@ pub fn toolchains(
     let home = env.home.as_deref().filter(|h| h.is_absolute() && *h != Path::new("/"));
     let real_home = home.and_then(resolve);
     let mut grants: Vec<Grant> = Vec::new();
+    // Each path's place in `grants`: thousands of variables cost no quadratic time.
+    let mut index: HashMap<PathBuf, usize> = HashMap::new();
+    // What commands write: a grant that lies there is one a command chose (a symlink planted
+    // there leads anywhere), and the place grants commands all of it anyway.
+    let writable: Vec<&Path> =
+        env.writable.iter().chain(extra_write).map(PathBuf::as_path).collect();
     // Every grant by its path without symlinks (the namespace mounts by it), and none that
     // gives a credential, whatever rule made it, or wherever a symlink leads.
     let mut add = |path: PathBuf, reach: Reach, why: String, checked: bool| {
@@ -175,12 +252,31 @@ pub fn toolchains(
         };
         // Nor one that holds the temporary directory: other servers' TMPDIRs are there.
         let holds_temp = env.temp.as_deref().is_some_and(|t| t.starts_with(&real));
-        if checked && (secret(home) || secret(real_home.as_deref()) || holds_temp) {
+        let chosen = writable.iter().any(|w| real.starts_with(w) || path.starts_with(w));
+        let named = |p: &Path| names_credentials(p, &|f| resolve(f).is_some());
+        let secret_name = || named(&path) || named(&real);
+        if checked
+            && (secret(home)
+                || secret(real_home.as_deref())
+                || holds_temp
+                || chosen
+                || secret_name())
+        {
             return;
         }
-        if !grants.iter().any(|g| g.path == real && g.reach >= reach) {
-            grants.retain(|g| g.path != real);
-            grants.push(Grant { path: real, reach, why });
+        // The user's own flag names what it names, but not through a symlink a command could
+        // have planted.
+        let planted = real != path && writable.iter().any(|w| path.starts_with(w));
+        if !checked && planted {
+            return;
+        }
+        match index.get(&real) {
+            Some(&i) if grants[i].reach >= reach => {}
+            Some(&i) => grants[i] = Grant { path: real, reach, why, user: !checked },
+            None => {
+                index.insert(real.clone(), grants.len());
+                grants.push(Grant { path: real, reach, why, user: !checked });
+            }
         }
     };
     if !strict {
@@ -234,7 +330,19 @@ pub fn toolchains(
             }
         }
         for (name, path) in named_homes(env) {
-            add(path, Reach::Run, format!("{name} (a *_HOME or *_ROOT variable)"), true);
+            add(path, Reach::Run, name, true);
+        }
+    }
+    // The `PATH` directories, checked like any other: the home on `PATH` grants no credential.
+    // One inside a system directory needs no rule of its own.
+    for dir in &env.path {
+        let system = resolve(dir).is_some_and(|real| {
+            super::SYSTEM_READ.iter().any(|sys| {
+                real.starts_with(sys) && resolve(Path::new(sys)).as_deref() == Some(Path::new(sys))
+            })
+        });
+        if dir.is_absolute() && !system {
+            add(dir.clone(), Reach::Run, "on PATH".into(), true);
         }
     }
     // The user's own flags are taken as given.
@@ -247,27 +355,17 @@ pub fn toolchains(
     grants
 }
 
-/// `*_HOME` and `*_ROOT` variables (and `GOROOT`, `JAVA_HOME`...) naming a directory at least
-/// two levels down (not `/home`, `/tmp`, `/var`), not the home or a directory above it, not an XDG base directory (which hold everyone's
-/// configuration and data), not a credential place, nor named for a secret.
+/// The `TOOLCHAIN_VARS` set, naming a directory at least two levels down (`Environment::var`),
+/// not the home or a directory above it, nor a credential place.
 fn named_homes(env: &Environment) -> Vec<(String, PathBuf)> {
     let home = env.home.as_deref();
-    let mut found: Vec<(String, PathBuf)> = env
-        .vars
+    TOOLCHAIN_VARS
         .iter()
-        .filter(|(name, _)| name.ends_with("_HOME") || name.ends_with("_ROOT") || name == "GOROOT")
-        .filter(|(name, _)| {
-            !name.starts_with("XDG_") && !matches!(name.as_str(), "HOME" | "CARGO_HOME")
-        })
-        .filter(|(name, _)| !SECRET_WORDS.iter().any(|word| name.contains(word)))
-        .filter_map(|(name, _)| Some((name.clone(), env.var(name)?)))
-        .filter(|(_, path)| path.components().count() > 2)
+        .filter_map(|name| Some((name.to_string(), env.var(name)?)))
         .filter(|(_, path)| {
             home.is_none_or(|h| !h.starts_with(path) && !touches_credentials(h, path))
         })
-        .collect();
-    found.sort();
-    found
+        .collect()
 }
 
 /// The line a command's failure ends with when the sandbox refused it, or `None`: the tail of
@@ -293,8 +391,11 @@ pub fn hint(stderr: &[u8], reachable: &dyn Fn(&Path, bool) -> bool) -> Option<&'
         };
         // No flag grants a device: /dev is what it is.
         for path in absolute_paths(line).map(Path::new).filter(|p| !p.starts_with("/dev")) {
-            // The last refusal in the output is the one that stopped the command.
-            if write && !reachable(path, true) {
+            // The last refusal in the output is the one that stopped the command. No flag is
+            // offered for a credential: the user would add `~/.ssh` on the agent's word.
+            if lies_in_credentials(path) && !reachable(path, write) {
+                flag = Some(CREDENTIAL_HINT);
+            } else if write && !reachable(path, true) {
                 flag = Some(WRITE_HINT);
             } else if !write && !reachable(path, false) {
                 flag = Some(READ_HINT);
@@ -304,6 +405,8 @@ pub fn hint(stderr: &[u8], reachable: &dyn Fn(&Path, bool) -> bool) -> Option<&'
     flag
 }
 
+pub const CREDENTIAL_HINT: &str =
+    "[sandbox: a credential place was refused; credentials stay out of commands' reach]";
 pub const READ_HINT: &str = "[sandbox: a path outside the command's grants was refused; `--sandbox-read PATH` (or `--allow PATH`) lets commands read it]";
 pub const WRITE_HINT: &str = "[sandbox: a write outside the read-write directories was refused; `--sandbox-write PATH` (or `--allow PATH:rw`) lets commands write there]";
 

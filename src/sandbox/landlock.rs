@@ -20,6 +20,7 @@ use landlock::{
 };
 
 use super::grants::{Grant, Reach};
+use super::namespace::Fresh;
 use super::{Kernel, SandboxConfig, DEV_DIRS, DEV_NODES, SYSTEM_READ};
 use crate::policy::{Access as RootAccess, AllowedRoot};
 
@@ -27,14 +28,18 @@ use crate::policy::{Access as RootAccess, AllowedRoot};
 const ABI_WANTED: ABI = ABI::V6;
 
 /// Restricts this thread and all it starts later. `child_tmp` is this server's own TMPDIR for
-/// commands (`CommandTmp::dir`).
+/// commands (`CommandTmp::dir`); `overlays` the roots of the caches' copies in the commands'
+/// namespace, which commands write (an overlay's files are not the real directory's: a rule
+/// on the real one does not reach them).
 pub fn apply(
     roots: &[AllowedRoot],
     child_tmp: Option<&Path>,
     grants: &[Grant],
+    fresh: &Fresh,
+    host_pts: bool,
     config: &SandboxConfig,
 ) -> Kernel {
-    match restrict(roots, child_tmp, grants, config) {
+    match restrict(roots, child_tmp, grants, fresh, host_pts, config) {
         Ok(RulesetStatus::FullyEnforced) => Kernel::Enforced,
         Ok(RulesetStatus::PartiallyEnforced) => Kernel::Partial,
         Ok(RulesetStatus::NotEnforced) => Kernel::Unsupported,
@@ -46,6 +51,8 @@ fn restrict(
     roots: &[AllowedRoot],
     child_tmp: Option<&Path>,
     grants: &[Grant],
+    fresh: &Fresh,
+    host_pts: bool,
     config: &SandboxConfig,
 ) -> Result<RulesetStatus, RulesetError> {
     let all = AccessFs::from_all(ABI_WANTED);
@@ -57,18 +64,22 @@ fn restrict(
     }
     let (read_write, read_only): (Vec<&AllowedRoot>, Vec<&AllowedRoot>) =
         roots.iter().partition(|r| r.access == RootAccess::Write);
-    let path_dirs = path_dirs_to_grant();
     let granted = |reach: Reach| grants.iter().filter(move |g| g.reach == reach).map(|g| &g.path);
     // Configuration is read, never run.
     let config_files: Vec<&PathBuf> = granted(Reach::Read).collect();
+    let no_ioctl = all & !BitFlags::from(AccessFs::IoctlDev);
+    let device_file = (read | AccessFs::WriteFile)
+        & AccessFs::from_file(ABI_WANTED)
+        & !(AccessFs::Execute | AccessFs::IoctlDev);
+    let dev_dirs = DEV_DIRS.iter().filter(|d| host_pts || **d != "/dev/pts");
     let status = ruleset
         .create()?
         .add_rules(rules(SYSTEM_READ, read))?
-        .add_rules(rules(&path_dirs, read))?
-        .add_rules(rules(granted(Reach::Run), read))?
+        .add_rules(grant_rules(granted(Reach::Run), read))?
         // Files or directories: the crate's helper looks which.
         .add_rules(path_beneath_rules(config_files, read & !BitFlags::from(AccessFs::Execute)))?
-        .add_rules(rules(granted(Reach::Write), all))?
+        .add_rules(grant_rules(granted(Reach::Write), all))?
+        .add_rules(fd_rules(&fresh.overlays, all))?
         // /dev lists, but only these nodes open (`DEV_NODES`).
         .add_rules(rules(["/dev"], BitFlags::from(AccessFs::ReadDir)))?
         .add_rules(rules(
@@ -79,7 +90,9 @@ fn restrict(
         ))?
         // No device ioctls on terminals: with them a command could push keystrokes into the
         // user's terminal (TIOCSTI) or change its settings. Opening, reading and writing stay.
-        .add_rules(rules(DEV_DIRS, all & !BitFlags::from(AccessFs::IoctlDev)))?
+        .add_rules(rules(dev_dirs, no_ioctl))?
+        .add_rules(fd_rules(&fresh.device_dirs, no_ioctl))?
+        .add_rules(fd_rules(&fresh.device_files, device_file))?
         .add_rules(rules(child_tmp, all))?
         .add_rules(rules(read_only.iter().map(|r| &r.path), read))?
         .add_rules(rules(read_write.iter().map(|r| &r.path), all))?
@@ -112,30 +125,29 @@ fn path_fd(path: impl AsRef<Path>) -> Option<OwnedFd> {
         .ok()
 }
 
-/// The `PATH` directories commands may run programs from, less those already granted: a
-/// duplicate, or a directory inside a system directory with no symlink on the way down (which
-/// would lead elsewhere and still need its own rule).
-fn path_dirs_to_grant() -> Vec<PathBuf> {
-    let Some(path) = std::env::var_os("PATH") else { return Vec::new() };
-    let mut dirs: Vec<PathBuf> = Vec::new();
-    for dir in std::env::split_paths(&path) {
-        if !dir.is_absolute() || dirs.contains(&dir) {
-            continue;
-        }
-        let covered = SYSTEM_READ.iter().map(Path::new).any(|sys| {
-            dir.strip_prefix(sys).is_ok_and(|rest| {
-                let mut below = sys.to_path_buf();
-                rest.components().all(|c| {
-                    below.push(c);
-                    std::fs::symlink_metadata(&below).is_ok_and(|m| !m.file_type().is_symlink())
-                })
-            })
-        });
-        if !covered {
-            dirs.push(dir);
-        }
-    }
-    dirs
+/// One rule per descriptor: the namespace's own mounts (`namespace::Fresh`).
+fn fd_rules(
+    fds: &[OwnedFd],
+    access: BitFlags<AccessFs>,
+) -> impl Iterator<Item = Result<PathBeneath<&OwnedFd>, RulesetError>> {
+    fds.iter().map(move |fd| Ok(PathBeneath::new(fd, access)))
+}
+
+/// One rule per granted directory, opened following no symlink: a grant is a path without
+/// symlinks (`grants::toolchains`), so one met now was planted since, and leads where a
+/// command chose.
+fn grant_rules<'a>(
+    paths: impl Iterator<Item = &'a PathBuf> + 'a,
+    access: BitFlags<AccessFs>,
+) -> impl Iterator<Item = Result<PathBeneath<OwnedFd>, RulesetError>> + 'a {
+    use std::os::fd::FromRawFd;
+    use std::os::unix::ffi::OsStrExt;
+    paths.filter_map(move |path| {
+        let path = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
+        let fd = super::namespace::open_dir(&path).ok()?;
+        // SAFETY: `open_dir` returned a descriptor owned from here on.
+        Some(Ok(PathBeneath::new(unsafe { OwnedFd::from_raw_fd(fd) }, access)))
+    })
 }
 
 /// A ruleset for each command's own domain, nested in the server's: built once, entered by

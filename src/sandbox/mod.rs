@@ -59,8 +59,16 @@ pub struct SandboxConfig {
 
 impl SandboxConfig {
     /// What commands may reach besides the roots and the system, on this machine now.
-    pub fn grants(&self, home: Option<&std::path::Path>) -> Vec<grants::Grant> {
-        let env = grants::Environment::current(home);
+    /// `roots`: commands write in those allowed read-write.
+    pub fn grants(
+        &self,
+        home: Option<&std::path::Path>,
+        roots: &[AllowedRoot],
+    ) -> Vec<grants::Grant> {
+        use crate::policy::Access;
+        let writable = roots.iter().filter(|r| r.access == Access::Write);
+        let writable = writable.map(|r| r.path.clone()).collect();
+        let env = grants::Environment::current(home, writable);
         let resolve = |path: &std::path::Path| std::fs::canonicalize(path).ok();
         grants::toolchains(&env, self.strict, &self.extra_read, &self.extra_write, &resolve)
     }
@@ -246,15 +254,33 @@ impl Sandbox {
     #[cfg(target_os = "linux")]
     fn apply_layers(self, roots: &[AllowedRoot]) -> Applied {
         let tmp = self.command_tmp.as_ref().map(|t| t.dir());
-        let grants = self.config.grants(self.home.as_deref());
-        let (isolation, namespace) = match self.pending {
-            Pending::Namespace => match namespace::create(&places(roots, tmp, &grants)) {
-                Ok(entry) => (Isolation::Namespace, Some(Arc::new(entry))),
-                Err(why) => (without_namespace(why), None),
-            },
-            Pending::Decided(isolation) => (isolation, None),
+        let mut grants = self.config.grants(self.home.as_deref(), roots);
+        let (isolation, namespace, overlays, fresh) = match self.pending {
+            Pending::Namespace => {
+                let overlays = tmp.map(|t| cache_overlays(roots, t, &grants)).unwrap_or_default();
+                match namespace::create(&places(roots, tmp, &grants), &overlays) {
+                    Ok((entry, fresh)) => {
+                        (Isolation::Namespace, Some(Arc::new(entry)), overlays, fresh)
+                    }
+                    Err(why) => (without_namespace(why), None, Vec::new(), Default::default()),
+                }
+            }
+            Pending::Decided(isolation) => (isolation, None, Vec::new(), Default::default()),
         };
-        let kernel = landlock::apply(roots, tmp, &grants, &self.config);
+        // A cache the rules grant and no overlay covers is read-only: written in place, it
+        // would change what the user's own builds outside the sandbox run. One inside a
+        // read-write root is the root's.
+        for grant in grants.iter_mut().filter(|g| g.reach == grants::Reach::Write && !g.user) {
+            let overlaid = overlays.iter().any(|o| o.target == grant.path);
+            if !overlaid && !in_read_write_root(roots, &grant.path) {
+                grant.reach = grants::Reach::Run;
+            }
+        }
+        // Without the namespace the host's /dev/pts is all there is: every terminal of the
+        // machine. Commands get none (they cannot set one up anyway: no device ioctls).
+        let host_pts = namespace.is_some();
+        let kernel = landlock::apply(roots, tmp, &grants, &fresh, host_pts, &self.config);
+        drop(fresh);
         // Every command gets the filter: the fallback's refuses metadata changes as well.
         let filter = seccomp::filter(matches!(isolation, Isolation::Seccomp(_))).map(Arc::new);
         let domain = landlock::command_domain().map(Arc::new);
@@ -287,6 +313,45 @@ impl Sandbox {
     }
 }
 
+#[cfg(target_os = "linux")]
+fn in_read_write_root(roots: &[AllowedRoot], path: &std::path::Path) -> bool {
+    use crate::policy::Access;
+    roots.iter().any(|r| r.access == Access::Write && path.starts_with(&r.path))
+}
+
+/// The caches the rules grant write to, each as an overlay whose upper and work directories
+/// are made now in `tmp::layers(tmp)/N`, beside it, removed with it: commands see a writable cache,
+/// the real one never changes. Not a cache inside a read-write root (the root's own), nor one
+/// that holds a root or `tmp` (the overlay would hide them), nor one that is not a directory.
+#[cfg(target_os = "linux")]
+fn cache_overlays(
+    roots: &[AllowedRoot],
+    tmp: &std::path::Path,
+    grants: &[grants::Grant],
+) -> Vec<namespace::Overlay> {
+    use std::os::unix::fs::DirBuilderExt;
+    let caches = grants.iter().filter(|g| g.reach == grants::Reach::Write && !g.user);
+    let mut overlays = Vec::new();
+    for grant in caches {
+        let path = &grant.path;
+        let holds = roots.iter().any(|r| r.path.starts_with(path)) || tmp.starts_with(path);
+        let dir = std::fs::symlink_metadata(path).is_ok_and(|m| m.is_dir());
+        if !dir || holds || in_read_write_root(roots, path) {
+            continue;
+        }
+        let layers = tmp::layers(tmp).join(overlays.len().to_string());
+        let (upper, work) = (layers.join("upper"), layers.join("work"));
+        let mut builder = std::fs::DirBuilder::new();
+        builder.mode(0o700).recursive(true);
+        if let Err(e) = builder.create(&upper).and_then(|()| builder.create(&work)) {
+            tracing::warn!(path = %layers.display(), "cannot make a cache's copy: {e}");
+            continue;
+        }
+        overlays.push(namespace::Overlay { target: path.clone(), upper, work });
+    }
+    overlays
+}
+
 /// The places that keep their own access in the namespace: the roots, this server's TMPDIR,
 /// and the directories under /dev commands write in; and the directories between a read-only
 /// root and the read-write root around it, writable, so that each is a mount point a command
@@ -316,10 +381,18 @@ fn places(
             .filter(inside)
             .map(|dir| namespace::Place { path: dir.to_path_buf(), writable: true })
     });
-    let caches =
-        grants.iter().filter(|g| g.reach == grants::Reach::Write).map(|g| g.path.as_path());
+    // The caches the rules grant are overlays (`cache_overlays`), not places. A write grant
+    // that is not a directory gets no mount: it would cost the whole namespace.
+    let caches = grants
+        .iter()
+        .filter(|g| g.reach == grants::Reach::Write && g.user)
+        .filter(|g| std::fs::symlink_metadata(&g.path).is_ok_and(|m| m.is_dir()))
+        .map(|g| g.path.as_path());
+    // The overlays' upper layers are written through this mount; Landlock keeps commands out.
+    let layers = tmp.map(tmp::layers);
     let writable = tmp
         .into_iter()
+        .chain(layers.as_deref())
         .chain(caches)
         .chain(DEV_DIRS.iter().map(std::path::Path::new))
         .map(|path| namespace::Place { path: path.to_path_buf(), writable: true });
@@ -472,22 +545,18 @@ pub fn describe(
     for dev in DEV_NODES.iter().chain(DEV_DIRS) {
         line("read-write", std::path::Path::new(dev), "the minimal /dev");
     }
-    if let Some(path) = std::env::var_os("PATH") {
-        let mut seen: Vec<PathBuf> = Vec::new();
-        for dir in std::env::split_paths(&path).filter(|d| d.is_absolute() && d.is_dir()) {
-            if !seen.contains(&dir) {
-                line("read+exec", &dir, "on PATH");
-                seen.push(dir);
-            }
-        }
-    }
-    for grant in config.grants(home) {
+    let mut caches = false;
+    for grant in config.grants(home, roots) {
         let reach = match grant.reach {
             grants::Reach::Run => "read+exec",
             grants::Reach::Read => "read",
             grants::Reach::Write => "read-write",
         };
         line(reach, &grant.path, &grant.why);
+        caches |= grant.reach == grants::Reach::Write && !grant.user;
+    }
+    if caches {
+        out.push_str("The caches are written in a copy of the commands' own, dropped when the server exits: the real ones never change (without a mount namespace, commands only read them).\n");
     }
     if config.strict {
         out.push_str("--sandbox-strict: no toolchain grants.\n");
@@ -531,9 +600,6 @@ impl Reach {
                 write.push(grant.path.clone());
             }
             read.push(grant.path);
-        }
-        if let Some(path) = std::env::var_os("PATH") {
-            read.extend(std::env::split_paths(&path).filter(|dir| dir.is_absolute()));
         }
         Reach { read, write }
     }

@@ -1,6 +1,8 @@
 //! The commands' mount namespace: every mount read-only but the read-write roots, this
-//! server's TMPDIR for commands, the caches commands may write (`grants`), `/dev/pts` and
-//! `/dev/shm`; and a read-only root inside a read-write one read-only again. The places are
+//! server's TMPDIR for commands, the `--sandbox-write` directories, `/dev/pts` and `/dev/shm`;
+//! a read-only root inside a read-write one read-only again; and over each cache commands
+//! write (`grants`), an overlay whose lower layer is the real cache and whose upper layer is
+//! this server's, so the caches the user's own builds trust never change. The places are
 //! mounted `nodev` (but those under /dev).
 //!
 //! A read-only mount refuses every change below it, metadata included (`chmod`, `chown`,
@@ -53,6 +55,26 @@ pub struct Place {
     pub writable: bool,
 }
 
+/// A cache commands write in a copy of their own: an overlay over `target` whose lower layer
+/// is the real directory, read-only, and whose upper and work directories are this server's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Overlay {
+    pub target: PathBuf,
+    pub upper: PathBuf,
+    pub work: PathBuf,
+}
+
+/// The namespace's own mounts, by descriptor, which Landlock rules on the host's directories do
+/// not reach: the caches' overlays (`create`), and the private `/dev/pts` and `/dev/shm`.
+#[derive(Debug, Default)]
+pub struct Fresh {
+    pub overlays: Vec<OwnedFd>,
+    /// `/dev/pts` and `/dev/shm` of the namespace's own.
+    pub device_dirs: Vec<OwnedFd>,
+    /// `/dev/ptmx`: the private `/dev/pts`'s.
+    pub device_files: Vec<OwnedFd>,
+}
+
 /// What a command joins: the namespaces, by descriptor.
 #[derive(Debug)]
 pub struct Namespaces {
@@ -63,7 +85,9 @@ pub struct Namespaces {
 /// Has a helper make the namespace (a mount namespace, and a user namespace unless the
 /// process may mount and join mount namespaces already) and make every mount in it read-only
 /// but `places` that are writable, and the places that are not but lie inside one that is.
-pub fn create(places: &[Place]) -> Result<Namespaces, String> {
+/// Then mounts each of `overlays` over its target, and gives the root of each as it is in the
+/// namespace (for the Landlock rules: an overlay's files are no files of the real directory).
+pub fn create(places: &[Place], overlays: &[Overlay]) -> Result<(Namespaces, Fresh), String> {
     let caps = Capabilities::current().map_err(|e| format!("capget: {e}"))?;
     let user =
         !(caps.effective(capabilities::SYS_ADMIN) && caps.effective(capabilities::SYS_CHROOT));
@@ -80,8 +104,35 @@ pub fn create(places: &[Place]) -> Result<Namespaces, String> {
             .map_err(|_| format!("{}: a NUL in the path", place.path.display()))?;
         binds.push(Bind { path, writable: place.writable, tree: -1 });
     }
+    // The layers must be mounts of the namespace: the helper opens each there, following no
+    // symlink, onto a descriptor number reserved here, and names it to the kernel through
+    // `/proc/self/fd` (the helper shares this descriptor table), so no path is looked up twice.
+    let mut held = Vec::with_capacity(overlays.len() * 3);
+    let mut layered = Vec::with_capacity(overlays.len());
+    for overlay in overlays {
+        let mut layer = |path: &Path| -> Result<Layer, String> {
+            let path = CString::new(path.as_os_str().as_bytes())
+                .map_err(|_| format!("{}: a NUL in the path", path.display()))?;
+            let slot = OwnedFd::from(
+                std::fs::File::open("/dev/null").map_err(|e| format!("/dev/null: {e}"))?,
+            );
+            let name = CString::new(format!("/proc/self/fd/{}", slot.as_raw_fd()))
+                .expect("no NUL in a number");
+            let layer = Layer { path, slot: slot.as_raw_fd(), name };
+            held.push(slot);
+            Ok(layer)
+        };
+        layered.push(Layered {
+            lower: layer(&overlay.target)?,
+            upper: layer(&overlay.upper)?,
+            work: layer(&overlay.work)?,
+            root: -1,
+        });
+    }
     let mut job = Job {
         maps: maps.as_ref(),
+        overlays: &mut layered,
+        devices: [-1; 3],
         read_only_root: plan.read_only_root,
         binds: &mut binds,
         failed_at: None,
@@ -91,13 +142,23 @@ pub fn create(places: &[Place]) -> Result<Namespaces, String> {
     };
     run(&mut job).map_err(|e| match job.failed_at {
         Some(Step::Copy(i) | Step::Attach(i)) => format!("{e} ({})", plan.binds[i].path.display()),
+        Some(Step::Overlay(i)) => format!("{e} ({})", overlays[i].target.display()),
         _ => e,
     })?;
+    drop(held);
+    // SAFETY: the helper opened these in the table it shares with this process, for it.
+    let roots = job.overlays.iter().map(|o| unsafe { OwnedFd::from_raw_fd(o.root) }).collect();
     // SAFETY: the helper opened these in the table it shares with this process, for it.
     let own = |fd: RawFd| (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd) });
     let user = own(job.user_ns);
     let mnt = own(job.mnt_ns).ok_or("the namespace's helper opened no namespace")?;
-    Ok(Namespaces { user, mnt })
+    let [pts, ptmx, shm] = job.devices;
+    let fresh = Fresh {
+        overlays: roots,
+        device_dirs: [pts, shm].into_iter().filter_map(own).collect(),
+        device_files: own(ptmx).into_iter().collect(),
+    };
+    Ok((Namespaces { user, mnt }, fresh))
 }
 
 impl Namespaces {
@@ -153,6 +214,9 @@ struct Job<'a> {
     maps: Option<&'a [String; 3]>,
     read_only_root: bool,
     binds: &'a mut [Bind],
+    overlays: &'a mut [Layered],
+    /// The private `/dev/pts`, its `ptmx`, and `/dev/shm`, opened by the helper; -1 if not.
+    devices: [RawFd; 3],
     /// Where it failed, and the error number.
     failed_at: Option<Step>,
     errno: i32,
@@ -169,6 +233,32 @@ struct Bind {
     tree: RawFd,
 }
 
+/// An overlay to mount over its lower layer's path, prepared before the helper runs.
+struct Layered {
+    lower: Layer,
+    upper: Layer,
+    work: Layer,
+    /// The mounted overlay's root, opened by the helper; -1 until then.
+    root: RawFd,
+}
+
+/// A directory the helper opens onto the descriptor `slot`, which `name` names.
+struct Layer {
+    path: CString,
+    slot: RawFd,
+    name: CString,
+}
+
+impl Layer {
+    fn open(&self) -> io::Result<()> {
+        let fd = open_dir(&self.path)?;
+        // SAFETY: `fd` is the helper's own; `slot` is held open by the thread waiting for it.
+        let rc = unsafe { libc::dup3(fd, self.slot, libc::O_CLOEXEC) };
+        unsafe { libc::close(fd) };
+        check(rc)
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Step {
     Clone,
@@ -179,6 +269,7 @@ enum Step {
     Copy(usize),
     ReadOnlyRoot,
     Attach(usize),
+    Overlay(usize),
 }
 
 impl Step {
@@ -194,6 +285,7 @@ impl Step {
             Step::Copy(_) => "open_tree".into(),
             Step::ReadOnlyRoot => "mount_setattr(/)".into(),
             Step::Attach(_) => "move_mount".into(),
+            Step::Overlay(_) => "mounting an overlay".into(),
         }
     }
 }
@@ -268,6 +360,22 @@ impl Job<'_> {
             bind.tree = -1;
         }
         fenced?;
+        let mut mounted = Ok(());
+        for (i, overlay) in self.overlays.iter_mut().enumerate() {
+            mounted = or(mount_overlay(overlay), Step::Overlay(i));
+            if mounted.is_err() {
+                break;
+            }
+        }
+        if mounted.is_err() {
+            // Nothing is handed over on failure.
+            for overlay in self.overlays.iter_mut().filter(|o| o.root >= 0) {
+                unsafe { libc::close(overlay.root) };
+                overlay.root = -1;
+            }
+            return mounted;
+        }
+        private_devices(&mut self.devices);
         if self.maps.is_some() {
             self.user_ns = or(open_file(c"/proc/self/ns/user"), Step::OpenNamespace)?;
         }
@@ -383,6 +491,126 @@ fn copy(path: &CStr, writable: bool) -> io::Result<RawFd> {
     Ok(tree)
 }
 
+/// A `devpts` instance of the namespace's own on `/dev/pts` (the host's shows every terminal of
+/// the machine: a command could read what is typed in another session and write into it),
+/// with `/dev/ptmx` its `ptmx`; where the kernel refuses one, an empty read-only tmpfs there.
+/// A tmpfs of 64 MiB (Docker's default) on `/dev/shm`, for the host's holds other programs'
+/// shared memory. Neither failing costs the namespace: the host's directory then stays
+/// hidden or, with no mount at all, left as it is. A pseudo-terminal the server opened before
+/// the command started is inherited by descriptor and keeps working.
+fn private_devices(opened: &mut [RawFd; 3]) {
+    let none = std::ptr::null::<libc::c_void>();
+    let mount = |source: &CStr, target: &CStr, fs: &CStr, flags: libc::c_ulong, data: &CStr| {
+        // SAFETY: NUL-terminated strings.
+        let rc = unsafe {
+            libc::mount(source.as_ptr(), target.as_ptr(), fs.as_ptr(), flags, data.as_ptr().cast())
+        };
+        rc == 0
+    };
+    let hidden = libc::MS_NOSUID | libc::MS_NOEXEC;
+    if open_dir(c"/dev/pts").map(|fd| unsafe { libc::close(fd) }).is_ok() {
+        let pts = c"newinstance,ptmxmode=0666,mode=0620";
+        if mount(c"devpts", c"/dev/pts", c"devpts", hidden, pts) {
+            // SAFETY: NUL-terminated paths; a bind mount takes no data.
+            let rc = unsafe {
+                libc::mount(
+                    c"/dev/pts/ptmx".as_ptr(),
+                    c"/dev/ptmx".as_ptr(),
+                    std::ptr::null(),
+                    libc::MS_BIND,
+                    none,
+                )
+            };
+            if rc == 0 {
+                // SAFETY: a NUL-terminated path.
+                let fd = unsafe {
+                    libc::open(
+                        c"/dev/ptmx".as_ptr(),
+                        libc::O_PATH | libc::O_CLOEXEC | libc::O_NOFOLLOW,
+                    )
+                };
+                opened[1] = fd.max(-1);
+            }
+            opened[0] = open_dir(c"/dev/pts").unwrap_or(-1);
+        } else {
+            let empty = hidden | libc::MS_NODEV | libc::MS_RDONLY;
+            mount(c"tmpfs", c"/dev/pts", c"tmpfs", empty, c"mode=0755,size=4k");
+        }
+    }
+    if open_dir(c"/dev/shm").map(|fd| unsafe { libc::close(fd) }).is_ok() {
+        let shm = libc::MS_NOSUID | libc::MS_NODEV;
+        if mount(c"tmpfs", c"/dev/shm", c"tmpfs", shm, c"mode=1777,size=64m") {
+            opened[2] = open_dir(c"/dev/shm").unwrap_or(-1);
+        }
+    }
+}
+
+/// `fsconfig`'s commands and the flags of `fsopen` and `fsmount` (linux/mount.h), which the
+/// libc crate does not define.
+const FSOPEN_CLOEXEC: libc::c_uint = 1;
+const FSCONFIG_SET_STRING: libc::c_uint = 1;
+const FSCONFIG_CMD_CREATE: libc::c_uint = 6;
+const FSMOUNT_CLOEXEC: libc::c_uint = 1;
+
+/// Mounts an overlay of `overlay`'s layers over its target (looked up now, through the mounts
+/// attached before it), `nodev` and `nosuid`.
+fn mount_overlay(overlay: &mut Layered) -> io::Result<()> {
+    overlay.lower.open()?;
+    overlay.upper.open()?;
+    overlay.work.open()?;
+    // SAFETY (here and below): plain system calls on NUL-terminated strings and descriptors
+    // this function owns.
+    let fs = unsafe { libc::syscall(libc::SYS_fsopen, c"overlay".as_ptr(), FSOPEN_CLOEXEC) };
+    if fs < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let fs = fs as RawFd;
+    let set = |key: &CStr, value: &CStr| {
+        let rc = unsafe {
+            libc::syscall(
+                libc::SYS_fsconfig,
+                fs,
+                FSCONFIG_SET_STRING,
+                key.as_ptr(),
+                value.as_ptr(),
+                0,
+            )
+        };
+        check(rc as libc::c_int)
+    };
+    let made = set(c"lowerdir", &overlay.lower.name)
+        .and_then(|()| set(c"upperdir", &overlay.upper.name))
+        .and_then(|()| set(c"workdir", &overlay.work.name))
+        .and_then(|()| {
+            let rc = unsafe {
+                libc::syscall(
+                    libc::SYS_fsconfig,
+                    fs,
+                    FSCONFIG_CMD_CREATE,
+                    std::ptr::null::<libc::c_char>(),
+                    std::ptr::null::<libc::c_void>(),
+                    0,
+                )
+            };
+            check(rc as libc::c_int)
+        })
+        .and_then(|()| {
+            let attr = (libc::MOUNT_ATTR_NODEV | libc::MOUNT_ATTR_NOSUID) as libc::c_uint;
+            let mnt = unsafe { libc::syscall(libc::SYS_fsmount, fs, FSMOUNT_CLOEXEC, attr) };
+            if mnt < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            Ok(mnt as RawFd)
+        });
+    unsafe { libc::close(fs) };
+    let mnt = made?;
+    let attached = attach(mnt, &overlay.lower.path);
+    unsafe { libc::close(mnt) };
+    attached?;
+    overlay.root = open_dir(&overlay.lower.path)?;
+    Ok(())
+}
+
 /// Attaches the detached `tree` over the directory at `path`, looked up now (through the
 /// mounts attached before it).
 fn attach(tree: RawFd, path: &CStr) -> io::Result<()> {
@@ -407,7 +635,7 @@ struct RawOpenHow {
 
 /// The directory at `path` (`O_PATH`), following no symlink: the places are canonical paths,
 /// so one met means the tree changed since they were checked.
-fn open_dir(path: &CStr) -> io::Result<RawFd> {
+pub(super) fn open_dir(path: &CStr) -> io::Result<RawFd> {
     let how = RawOpenHow {
         flags: (libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC) as u64,
         mode: 0,

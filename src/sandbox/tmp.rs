@@ -22,7 +22,7 @@ impl CommandTmp {
     pub fn create() -> Option<CommandTmp> {
         use std::os::unix::fs::{DirBuilderExt, MetadataExt};
         let uid = nix::unistd::geteuid().as_raw();
-        let parent = std::env::temp_dir().join(format!("replay-cmd-tmp-{uid}"));
+        let parent = self::parent(&std::env::temp_dir());
         match std::fs::DirBuilder::new().mode(0o700).create(&parent) {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
@@ -62,15 +62,47 @@ impl CommandTmp {
     /// Empties this server's directory, and removes it where the sandbox lets the server (it
     /// does not: the next server to start removes it).
     pub fn remove(&self) {
+        let layers = layers(&self.dir);
+        open_overlay_work(&layers);
+        let _ = std::fs::remove_dir_all(&layers);
         let _ = std::fs::remove_dir_all(&self.dir);
     }
+}
+
+/// Beside a server's TMPDIR `dir` (`<pid>`), `<pid>.caches`: the upper and work directories of
+/// the caches' overlays (`sandbox::cache_overlays`), out of its commands' reach.
+pub fn layers(dir: &Path) -> PathBuf {
+    let mut name = dir.file_name().unwrap_or_default().to_os_string();
+    name.push(".caches");
+    dir.with_file_name(name)
+}
+
+/// The overlays' work directories (`layers`) hold a directory of mode 0 that
+/// its owner could not list, and so not remove, without root.
+fn open_overlay_work(dir: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    let Ok(copies) = std::fs::read_dir(dir) else { return };
+    for copy in copies.flatten() {
+        let Ok(inner) = std::fs::read_dir(copy.path().join("work")) else { continue };
+        for entry in inner.flatten().filter(|e| e.file_type().is_ok_and(|t| t.is_dir())) {
+            let _ = std::fs::set_permissions(entry.path(), std::fs::Permissions::from_mode(0o700));
+        }
+    }
+}
+
+/// The user's directory of every server's TMPDIR for commands, in the temporary directory
+/// `temp`.
+pub fn parent(temp: &Path) -> PathBuf {
+    temp.join(format!("replay-cmd-tmp-{}", nix::unistd::geteuid().as_raw()))
 }
 
 /// Removes the directories of servers that are no longer running.
 fn sweep(parent: &Path) {
     let Ok(entries) = std::fs::read_dir(parent) else { return };
     for entry in entries.flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
+        let name = entry.file_name();
+        let pid = name.to_str().map(|n| n.strip_suffix(".caches").unwrap_or(n));
+        let Some(pid) = pid.and_then(|n| n.parse::<i32>().ok()) else {
             continue;
         };
         let gone = matches!(
@@ -79,6 +111,7 @@ fn sweep(parent: &Path) {
         );
         if gone && pid > 0 {
             let path = entry.path();
+            open_overlay_work(&path);
             let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
             let _ =
                 if is_dir { std::fs::remove_dir_all(&path) } else { std::fs::remove_file(&path) };

@@ -65,6 +65,9 @@ mod orphans;
 // (credentials, devices).
 #[cfg(target_os = "linux")]
 mod gate;
+// Attacks on the gate: credentials, caches, grants, terminals and shared memory.
+#[cfg(target_os = "linux")]
+mod gate_attacks;
 
 // The protocol and the session.
 // JSON-RPC and MCP: initialize, notifications, ids, error codes, batches, tools/list, EOF.

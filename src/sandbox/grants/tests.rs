@@ -13,6 +13,8 @@ fn check(vars: &[(&str, &str)], existing: &[&str], strict: bool, expect: &[&str]
         home: Some(home.to_path_buf()),
         vars: vars.iter().map(|(n, v)| (n.to_string(), OsString::from(v))).collect(),
         temp: Some(PathBuf::from("/tmp")),
+        writable: vec![PathBuf::from("/rw")],
+        path: vec![PathBuf::from("/h"), PathBuf::from("/opt/tool/bin"), PathBuf::from("/rw/bin")],
     };
     let resolve = |p: &Path| existing.contains(&p.to_path_buf()).then(|| p.to_path_buf());
     let grants = toolchains(&env, strict, &[], &[PathBuf::from("/w")], &|p| {
@@ -81,6 +83,22 @@ fn named_variables() {
     ]);
     check(&vars, exists, false, &["Run /opt/jdk", "Write /w"]);
     check(&vars, exists, true, &["Write /w"]);
+    // Inside a read-write root a command chooses what a path is: nothing there is granted
+    // (the root grants commands all of it anyway).
+    check(
+        &[("JAVA_HOME", "/rw/jdk"), ("CARGO_HOME", "/rw/.cargo")],
+        &["/rw/jdk", "/rw/.cargo/bin", "/rw/.cargo/registry"],
+        false,
+        &["Write /w"],
+    );
+    // Only the toolchains' variables; none in or holding a credential place by its name,
+    // whatever home it is in.
+    check(
+        &[("COMPOSER_HOME", "/opt/c"), ("JAVA_HOME", "/o/.ssh/k"), ("GOROOT", "/opt/go")],
+        &["/opt/c", "/o/.ssh/k", "/opt/go", "/opt/go/auth.json"],
+        false,
+        &["Write /w"],
+    );
     // Named explicitly, the temporary directory is refused too.
     check(
         &[("PYENV_ROOT", "/tmp"), ("NVM_DIR", "/var/x")],
@@ -88,6 +106,13 @@ fn named_variables() {
         false,
         &["Run /var/x", "Write /w"],
     );
+}
+
+#[test]
+fn path_directories() {
+    // The home on `PATH` holds credentials: refused; a directory in a read-write root too.
+    check(&[], &["/h", "/opt/tool/bin", "/rw/bin"], false, &["Run /opt/tool/bin", "Write /w"]);
+    check(&[], &["/opt/tool/bin"], true, &["Run /opt/tool/bin", "Write /w"]);
 }
 
 #[track_caller]
@@ -109,6 +134,8 @@ fn hints() {
     );
     assert_eq!(hint_of("touch: cannot touch '/r/f': Read-only file system"), write);
     assert_eq!(hint_of("OSError: [Errno 18] Invalid cross-device link: 'a' -> '/r/h'"), write);
+    // A credential place: no flag offered.
+    assert_eq!(hint_of("cat: /x/.ssh/id_rsa: Permission denied"), Some(CREDENTIAL_HINT));
     // Inside the grants, or no path, or another error: an ordinary failure.
     assert_eq!(hint_of("cat: /w/f: Permission denied"), None);
     assert_eq!(hint_of("cat: /r/f: Permission denied"), None);
