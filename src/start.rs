@@ -189,6 +189,7 @@ fn confine(config: &Config, commands: bool) -> Confined {
 fn scope(config: Config, confined: &Confined) -> (Policy, Settings) {
     let settings = Settings {
         deny_commands: config.deny_commands,
+        command_limits: config.command_limits,
         command_tmp: confined.command_tmp.clone(),
         confinement: confined.confinement.clone(),
         sandbox_note: confined.status.note(),

@@ -1,5 +1,6 @@
 //! What commands may take: at most `max(2 × CPUs, 8)` execute_command calls run at once, the
-//! others wait without a thread each and end at once when cancelled.
+//! others wait without a thread each and end at once when cancelled; each command's memory and
+//! file size are bounded, and one stopped by a limit says so while the server goes on.
 //!
 //! See: issue #23 (1,000 pipelined `sleep` calls held about 1,540 threads and a ping took 5 s).
 
@@ -9,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 
-use crate::harness::{raw_call, raw_request, Proc, TestEnv, REPLY_TIMEOUT};
+use crate::harness::{raw_call, raw_request, require, Proc, Server, TestEnv, REPLY_TIMEOUT};
 use crate::orphans;
 
 /// Waits up to 10 s for `done`.
@@ -94,4 +95,90 @@ fn r23_a_thousand_queued_commands_leave_pings_quick_and_threads_few() {
     orphans::assert_none_left("cancelled commands", &marker);
     drop(stdin);
     server.finish_cleanly();
+}
+
+/// The replies' texts (their items joined) of `commands`, run by a server started with `flags`
+/// beside its root, and the server.
+fn run_with(env: &TestEnv, flags: &[&str], commands: &[&str]) -> (Vec<String>, Server) {
+    let root = env.p("root");
+    let mut args = vec!["--mcp-server", "--allow", root.as_str()];
+    args.extend_from_slice(flags);
+    let mut server = Server::start_with(args);
+    let texts = commands
+        .iter()
+        .map(|command| {
+            let reply = server.call("execute_command", json!({"command": command, "timeout": 60}));
+            let content = reply.result()["content"].as_array().expect("content").clone();
+            content.iter().map(|item| item["text"].as_str().unwrap_or_default()).collect()
+        })
+        .collect();
+    (texts, server)
+}
+
+/// The server answers a ping, and a command still runs.
+#[track_caller]
+fn still_serves(server: &mut Server) {
+    server.request("ping", json!({}));
+    let text = server.call_text("execute_command", json!({"command": "echo still here"}));
+    assert!(text.starts_with("still here\n"), "{text}");
+}
+
+#[test]
+fn r23_a_100_gb_file_ends_at_the_file_size_limit_with_a_note() {
+    let env = TestEnv::new(&["root"], &[]);
+    let (texts, mut server) = run_with(
+        &env,
+        &["--command-file-size", "64M"],
+        &[
+            r#"head -c 100G /dev/zero > "$TMPDIR/big""#,
+            r#"stat -c %s "$TMPDIR/big"; rm "$TMPDIR/big""#,
+        ],
+    );
+    let note = "[stopped: file size limit 64 MiB per file; raise it with --command-file-size]";
+    assert!(texts[0].contains(note), "{}", texts[0]);
+    assert!(texts[0].contains("[exit code: 153]"), "SIGXFSZ, as the shell says it: {}", texts[0]);
+    assert!(
+        texts[1].starts_with(&format!("{}\n", 64 << 20)),
+        "the file stopped at 64 MiB: {}",
+        texts[1]
+    );
+    still_serves(&mut server);
+}
+
+#[test]
+fn r23_a_memory_bomb_ends_at_the_memory_limit_with_a_note() {
+    let env = TestEnv::new(&["root"], &[]);
+    // `tail` keeps a line without end in memory until it fails: 1 GiB against 256 MiB.
+    let (texts, mut server) =
+        run_with(&env, &["--command-memory", "256M"], &["head -c 1G /dev/zero | tail"]);
+    let note = "[a memory limit may have stopped it: 256 MiB of data per process; raise it with --command-memory]";
+    assert!(texts[0].contains(note), "{}", texts[0]);
+    assert!(texts[0].contains("memory exhausted"), "tail's own error: {}", texts[0]);
+    still_serves(&mut server);
+}
+
+#[test]
+fn r23_a_50_gb_allocation_fails_under_the_default_limit() {
+    if !require("python3", crate::isolation::system_program("python3").is_some()) {
+        return;
+    }
+    let env = TestEnv::new(&["root"], &[]);
+    let (texts, mut server) = run_with(&env, &[], &["python3 -c 'bytearray(50 << 30)'"]);
+    assert!(texts[0].contains("MemoryError"), "{}", texts[0]);
+    let note = "[a memory limit may have stopped it: 8 GiB of data per process; raise it with --command-memory]";
+    assert!(texts[0].contains(note), "{}", texts[0]);
+    still_serves(&mut server);
+}
+
+#[test]
+fn r23_a_limit_that_is_not_a_size_is_a_usage_error() {
+    let mut cmd = crate::harness::replay_command();
+    cmd.args(["--mcp-server", "--command-memory", "lots", "."]);
+    let out = crate::harness::run_cli(cmd, "");
+    assert_eq!(out.status.code(), Some(2), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("--command-memory") && out.stderr.contains("512M or 8G"),
+        "{}",
+        out.stderr
+    );
 }
