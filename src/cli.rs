@@ -275,7 +275,7 @@ struct PolicyArgs {
     command_file_size: Option<String>,
 
     /// How many processes and threads the commands' user may run, counting all of them; 0 is
-    /// unlimited. Not enforced for root (default 4096).
+    /// unlimited. For root, this server's commands together, in a pids cgroup (default 4096).
     #[arg(long = "command-processes", value_name = "N")]
     command_processes: Option<String>,
 

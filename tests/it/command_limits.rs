@@ -182,3 +182,41 @@ fn r23_a_limit_that_is_not_a_size_is_a_usage_error() {
         out.stderr
     );
 }
+
+/// The pids cgroup a root server makes for its commands, by the server's pid.
+fn pids_cgroup(pid: u32) -> std::path::PathBuf {
+    std::path::PathBuf::from(format!("/sys/fs/cgroup/pids/replay/{pid}"))
+}
+
+#[test]
+fn r23_a_fork_bomb_ends_at_the_process_limit_and_the_server_goes_on() {
+    let env = TestEnv::new(&["root"], &[]);
+    let root = env.p("root");
+    let mut server =
+        Server::start_with(["--mcp-server", "--allow", &root, "--command-processes", "64"]);
+    let cgroup = pids_cgroup(server.pid());
+    // As root, RLIMIT_NPROC does not bind: the server's pids cgroup does. (Not as root, the
+    // rlimit counts every process of the user, which no test can bound.)
+    let root_user = nix::unistd::Uid::effective().is_root();
+    if !require("root and a pids cgroup (v1 pids controller)", root_user && cgroup.is_dir()) {
+        return;
+    }
+    let started = Instant::now();
+    let reply = server
+        .call("execute_command", json!({"command": "f() { f | f & }; f; sleep 2", "timeout": 10}));
+    let text: String = reply.result()["content"]
+        .as_array()
+        .expect("content")
+        .iter()
+        .map(|item| item["text"].as_str().unwrap_or_default())
+        .collect();
+    assert!(started.elapsed() < Duration::from_secs(20), "the bomb ran {:?}", started.elapsed());
+    still_serves(&mut server);
+    let read = |file: &str| fs::read_to_string(cgroup.join(file)).expect("reading the cgroup");
+    assert_eq!(read("pids.max").trim(), "64");
+    // `max N`: how many forks the limit refused.
+    let events = read("pids.events");
+    assert!(!events.ends_with(" 0\n"), "the bomb never reached the limit: {events}; {text}");
+    // Once the command ended, its processes are gone.
+    wait_for(|| read("pids.current").trim() == "0", "the bomb's processes to end");
+}

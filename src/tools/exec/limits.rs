@@ -9,9 +9,13 @@
 //! counts private writable mappings (Linux 4.7 and later), where a 50 GB allocation lands.
 //!
 //! `RLIMIT_NPROC` counts every process and thread of the command's real user, not the
-//! command's own, and the kernel does not enforce it for root: a server run as root has no
-//! process limit for its commands. macOS takes the same limits but enforces only some
-//! (`RLIMIT_FSIZE`, `RLIMIT_NPROC`, `RLIMIT_CORE`).
+//! command's own, and the kernel does not enforce it for root. A server that can make a pids
+//! cgroup (root, with the v1 `pids` controller at `/sys/fs/cgroup/pids`) makes one at start,
+//! before its sandbox, limited to the same count, and every command of the server joins it
+//! (`make_pids_cgroup`): for root, the count bounds this server's commands together.
+//!
+//! macOS takes the same limits but enforces only some (`RLIMIT_FSIZE`, `RLIMIT_NPROC`,
+//! `RLIMIT_CORE`); it has no cgroups.
 
 use std::io;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
@@ -58,10 +62,21 @@ type Resource = libc::c_int;
 impl CommandLimits {
     /// Has `cmd`'s process set the limits on itself before it runs the program.
     pub fn apply_to(self, cmd: &mut Command) {
-        // SAFETY: the hook makes system calls only (getrlimit, setrlimit): no allocation, no
-        // lock, as between fork and exec it must.
+        #[cfg(target_os = "linux")]
+        let cgroup = pids_cgroup();
+        // SAFETY: the hook makes system calls only (write, getrlimit, setrlimit): no
+        // allocation, no lock, as between fork and exec it must.
         unsafe {
-            cmd.pre_exec(move || self.set());
+            cmd.pre_exec(move || {
+                #[cfg(target_os = "linux")]
+                if let Some(procs) = cgroup {
+                    // "0": the writing process itself, moved with its threads.
+                    if libc::write(procs, c"0".as_ptr().cast(), 1) < 0 {
+                        return Err(io::Error::last_os_error());
+                    }
+                }
+                self.set()
+            });
         }
     }
 
@@ -107,15 +122,73 @@ impl CommandLimits {
             }
         }
         if let Some(limit) = self.processes {
-            if said("fork") && said("Resource temporarily unavailable") {
+            // bash says "fork: retry: Resource temporarily unavailable", dash "Cannot fork".
+            let fork_failed =
+                said("Cannot fork") || (said("fork") && said("Resource temporarily unavailable"));
+            if fork_failed {
                 return Some(format!(
-                    "[a process limit may have stopped it: {limit} processes and threads of this user; raise it with --command-processes]"
+                    "[a process limit may have stopped it: {limit} processes; raise it with --command-processes]"
                 ));
             }
         }
         None
     }
 }
+
+/// This server's pids cgroup, where the processes of every command it runs count together:
+/// its `cgroup.procs`, opened before the sandbox (which refuses writes under `/sys`) and kept
+/// open for the server's life, as a raw descriptor for the commands' `pre_exec`.
+#[cfg(target_os = "linux")]
+static PIDS_CGROUP: std::sync::OnceLock<std::os::fd::OwnedFd> = std::sync::OnceLock::new();
+
+#[cfg(target_os = "linux")]
+fn pids_cgroup() -> Option<std::os::fd::RawFd> {
+    use std::os::fd::AsRawFd;
+    PIDS_CGROUP.get().map(AsRawFd::as_raw_fd)
+}
+
+/// Where the server's pids cgroups go: one directory per server (`replay/<pid>`) under the v1
+/// `pids` controller's root.
+#[cfg(target_os = "linux")]
+const PIDS_ROOT: &str = "/sys/fs/cgroup/pids/replay";
+
+/// Makes this server's pids cgroup, limited to `limit` processes and threads, where the
+/// controller is there and the server may (root): called at start, before the sandbox. Also
+/// removes the empty cgroups of servers that have ended (a server's sandbox keeps it from
+/// removing its own). Nothing when there is no limit or no controller: the rlimit alone holds.
+#[cfg(target_os = "linux")]
+pub fn make_pids_cgroup(limit: Option<u64>) {
+    use std::fs;
+    let Some(limit) = limit else { return };
+    if let Ok(entries) = fs::read_dir(PIDS_ROOT) {
+        for entry in entries.flatten() {
+            // A live server's cgroup stays even while it runs no command; rmdir fails anyway on
+            // one that holds processes.
+            let name = entry.file_name();
+            let alive = std::path::Path::new("/proc").join(&name).exists();
+            if !alive {
+                let _ = fs::remove_dir(entry.path());
+            }
+        }
+    }
+    let dir = format!("{PIDS_ROOT}/{}", std::process::id());
+    let made = fs::create_dir_all(&dir)
+        .and_then(|()| fs::write(format!("{dir}/pids.max"), limit.to_string()))
+        .and_then(|()| fs::OpenOptions::new().write(true).open(format!("{dir}/cgroup.procs")));
+    match made {
+        Ok(procs) => {
+            let _ = PIDS_CGROUP.set(procs.into());
+            tracing::info!(%dir, limit, "commands' pids cgroup");
+        }
+        Err(e) => {
+            let _ = fs::remove_dir(&dir);
+            tracing::debug!("no pids cgroup for commands ({dir}: {e}); RLIMIT_NPROC alone");
+        }
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+pub fn make_pids_cgroup(_limit: Option<u64>) {}
 
 /// Sets both the soft and the hard limit of `resource` to `value`, or to the hard limit
 /// already in force if that is lower (only root may raise it); nothing for `None`.

@@ -74,13 +74,15 @@ fn check_note(status: ExitStatus, stderr: &str, expect: Option<&str>) {
 fn notes() {
     let file = "[stopped: file size limit 64 MiB per file; raise it with --command-file-size]";
     let memory = "[a memory limit may have stopped it: 8 GiB of data per process; raise it with --command-memory]";
-    let processes = "[a process limit may have stopped it: 100 processes and threads of this user; raise it with --command-processes]";
+    let processes =
+        "[a process limit may have stopped it: 100 processes; raise it with --command-processes]";
     check_note(code(0), "MemoryError", None);
     check_note(code(128 + libc::SIGXFSZ), "", Some(file));
     check_note(ExitStatus::from_raw(libc::SIGXFSZ), "", Some(file));
     check_note(code(1), "Traceback ...\nMemoryError\n", Some(memory));
     check_note(code(1), "tail: memory exhausted\n", Some(memory));
     check_note(code(2), "sh: fork: Resource temporarily unavailable\n", Some(processes));
+    check_note(code(2), "/bin/sh: 0: Cannot fork\n", Some(processes));
     check_note(code(1), "ls: cannot access 'x': No such file or directory\n", None);
     let unlimited = CommandLimits { memory: None, file_size: None, processes: None };
     assert_eq!(unlimited.note(code(153), b"MemoryError"), None);
