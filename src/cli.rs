@@ -17,6 +17,7 @@ use crate::policy::{canonical_root, expand_home, Access, AllowedRoot, MAX_ROOTS}
 use crate::protocol::ToolErrors;
 use crate::sandbox::SandboxConfig;
 use crate::selection::{self, Selection, UnknownTool};
+use crate::tools::limits::{self, CommandLimits};
 use crate::tools::table::Tool;
 
 /// The subcommands whose name, given first, is not a directory. (`print-config` takes the
@@ -263,6 +264,21 @@ struct PolicyArgs {
     #[arg(long = "sandbox-strict")]
     sandbox_strict: bool,
 
+    /// The data each process of a command may map, as 512M or 8G; 0 is unlimited. A larger
+    /// allocation fails (default 8G).
+    #[arg(long = "command-memory", value_name = "SIZE")]
+    command_memory: Option<String>,
+
+    /// The largest file each process of a command may write, as 64M or 16G; 0 is unlimited.
+    /// A write past it ends the process (default 16G).
+    #[arg(long = "command-file-size", value_name = "SIZE")]
+    command_file_size: Option<String>,
+
+    /// How many processes and threads the commands' user may run, counting all of them; 0 is
+    /// unlimited. For root, this server's commands together, in a pids cgroup (default 4096).
+    #[arg(long = "command-processes", value_name = "N")]
+    command_processes: Option<String>,
+
     /// Log filter for stderr (error, warn, info, debug, trace, or a tracing directive);
     /// `RUST_LOG` is used when this is absent.
     #[arg(long, value_name = "LEVEL")]
@@ -316,6 +332,8 @@ pub struct Config {
     /// The tools the selection flags leave out (`Settings::disabled_tools`).
     pub disabled_tools: Vec<Tool>,
     pub deny_commands: Vec<String>,
+    /// What each command may take (`--command-memory` and the like).
+    pub command_limits: CommandLimits,
     pub sandbox: SandboxConfig,
     pub tool_errors: ToolErrors,
 }
@@ -604,9 +622,27 @@ fn config(
         log_filter: policy.log_level.clone(),
         disabled_tools: selection.left_out(),
         deny_commands: policy.deny_command.clone(),
+        command_limits: command_limits(policy)?,
         sandbox,
         tool_errors,
     })
+}
+
+/// The limits the `--command-*` flags set, the defaults for the others; a usage error for a
+/// value that is not a size or a count.
+fn command_limits(policy: &PolicyArgs) -> Result<CommandLimits, Exit> {
+    let mut limits = CommandLimits::default();
+    let flag = |name: &str, message: String| usage(format!("replay: --{name}: {message}"));
+    if let Some(raw) = &policy.command_memory {
+        limits.memory = limits::parse_size(raw).map_err(|m| flag("command-memory", m))?;
+    }
+    if let Some(raw) = &policy.command_file_size {
+        limits.file_size = limits::parse_size(raw).map_err(|m| flag("command-file-size", m))?;
+    }
+    if let Some(raw) = &policy.command_processes {
+        limits.processes = limits::parse_count(raw).map_err(|m| flag("command-processes", m))?;
+    }
+    Ok(limits)
 }
 
 /// The roots in command-line order, whichever flag named them.
@@ -685,6 +721,15 @@ fn server_args(
     }
     if policy.sandbox_strict {
         push("--sandbox-strict", None);
+    }
+    for (flag, value) in [
+        ("--command-memory", &policy.command_memory),
+        ("--command-file-size", &policy.command_file_size),
+        ("--command-processes", &policy.command_processes),
+    ] {
+        if let Some(value) = value {
+            push(flag, Some(value.clone()));
+        }
     }
     if tool_errors == ToolErrors::Result {
         push("--tool-errors", Some("result".to_string()));

@@ -5,17 +5,30 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
-/// Set when the client cancels the call (`notifications/cancelled`); long tools look at it.
+/// Set when the client cancels the call (`notifications/cancelled`); long tools look at it, and
+/// a call waiting for its place awaits it (`cancelled`).
 #[derive(Debug, Default)]
-pub struct Cancel(AtomicBool);
+pub struct Cancel {
+    flag: AtomicBool,
+    woken: tokio::sync::Notify,
+}
 
 impl Cancel {
     pub fn cancel(&self) {
-        self.0.store(true, Ordering::Relaxed);
+        self.flag.store(true, Ordering::Relaxed);
+        // Kept as a permit if no one waits yet, so a wait that starts later ends at once.
+        self.woken.notify_one();
     }
 
     pub fn is_cancelled(&self) -> bool {
-        self.0.load(Ordering::Relaxed)
+        self.flag.load(Ordering::Relaxed)
+    }
+
+    /// Returns once the call is cancelled.
+    pub async fn cancelled(&self) {
+        while !self.is_cancelled() {
+            self.woken.notified().await;
+        }
     }
 }
 

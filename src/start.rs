@@ -12,6 +12,7 @@ use crate::cli::{self, Config, Invocation, OneShot};
 use crate::policy::Policy;
 use crate::progress::Cancel;
 use crate::protocol::transport;
+use crate::tools::limits;
 use crate::tools::table::Tool;
 use crate::tools::Settings;
 use crate::{client_config, interrupt, oneshot, protocol, sandbox};
@@ -101,6 +102,9 @@ fn serve(config: Config) -> ExitCode {
     // Without directories the sandbox waits for the client's roots: applied now, it would
     // confine the server to nothing for good.
     let commands = !config.disabled_tools.contains(&Tool::ExecuteCommand);
+    if commands {
+        limits::make_pids_cgroup(config.command_limits.processes);
+    }
     let mut confined = if config.roots.is_empty() && config.sandbox.enabled {
         confine_later(&config, commands)
     } else {
@@ -128,7 +132,11 @@ fn call_once(call: OneShot) -> ExitCode {
         Err(message) => return answer("", &message, 2),
     };
     init_logging(config.log_filter.as_deref());
-    let confined = confine(&config, Tool::from_name(&tool) == Some(Tool::ExecuteCommand));
+    let commands = Tool::from_name(&tool) == Some(Tool::ExecuteCommand);
+    if commands {
+        limits::make_pids_cgroup(config.command_limits.processes);
+    }
+    let confined = confine(&config, commands);
     let (policy, settings) = scope(config, &confined);
     // After `confine`: the sandbox binds the threads started later, this one included.
     let cancel = Arc::new(Cancel::default());
@@ -189,6 +197,7 @@ fn confine(config: &Config, commands: bool) -> Confined {
 fn scope(config: Config, confined: &Confined) -> (Policy, Settings) {
     let settings = Settings {
         deny_commands: config.deny_commands,
+        command_limits: config.command_limits,
         command_tmp: confined.command_tmp.clone(),
         confinement: confined.confinement.clone(),
         sandbox_note: confined.status.note(),

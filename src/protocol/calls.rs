@@ -3,7 +3,10 @@
 //! answered unless cancelled.
 
 use std::collections::HashMap;
+use std::future::{poll_fn, Future};
+use std::pin::pin;
 use std::sync::{Arc, Mutex};
+use std::task::Poll;
 
 use serde_json::{json, Value};
 use tokio::task::JoinSet;
@@ -116,6 +119,12 @@ impl Call {
         self.request.as_ref().is_ok_and(|call| call.tool.spec().holds_data)
     }
 
+    /// Whether the call waits for one of the places of calls that run a command
+    /// (`Spec::command_place`).
+    fn takes_command_place(&self) -> bool {
+        self.request.as_ref().is_ok_and(|call| call.tool.spec().command_place)
+    }
+
     /// Whether the call is answered on the reading thread (`Spec::runs`).
     fn runs_inline(&self) -> bool {
         let Ok(call) = &self.request else { return false };
@@ -146,7 +155,8 @@ impl Calls {
         }
         let running = self.schedule.running(cost);
         let calls = Arc::clone(self);
-        if call.turn.as_ref().is_none_or(Turn::is_free) && !call.holds_data() {
+        let waits = call.holds_data() || call.takes_command_place();
+        if call.turn.as_ref().is_none_or(Turn::is_free) && !waits {
             // Nothing to wait for: straight onto the blocking pool, one hop instead of an
             // async task that hops there.
             self.schedule.runtime().spawn_blocking(move || {
@@ -252,11 +262,19 @@ impl Calls {
             true => self.schedule.data_place().await,
             false => None,
         };
+        let command_place = match call.takes_command_place() {
+            true => match until_cancelled(self.schedule.command_place(), &call.cancel).await {
+                Some(place) => place,
+                // Cancelled while waiting: `run_tool` only counts it out, on this task.
+                None => return self.run_tool(call, &budget),
+            },
+            false => None,
+        };
         let outcome = tokio::task::spawn_blocking(move || {
             // Not started while replies wait unread past the bound (backpressure).
             self.outbox.wait_for_room();
             let reply = self.run_tool(call, &budget);
-            drop(place);
+            drop((place, command_place));
             reply
         })
         .await;
@@ -299,6 +317,20 @@ impl Calls {
             Err(error) => jsonrpc::failure_line(&id, &error),
         })
     }
+}
+
+/// `wait`'s output, or `None` as soon as `cancel` is set: a call waiting for its place ends on
+/// its client's cancel, without waiting for the place.
+async fn until_cancelled<T>(wait: impl Future<Output = T>, cancel: &Cancel) -> Option<T> {
+    let mut wait = pin!(wait);
+    let mut cancelled = pin!(cancel.cancelled());
+    poll_fn(|cx| {
+        if let Poll::Ready(value) = wait.as_mut().poll(cx) {
+            return Poll::Ready(Some(value));
+        }
+        cancelled.as_mut().poll(cx).map(|()| None)
+    })
+    .await
 }
 
 /// Progress reports of one call as `notifications/progress` with its token (as sent). A

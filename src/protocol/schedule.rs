@@ -3,7 +3,8 @@
 //! (`write_order`).
 //!
 //! Figures: at end of input, calls in flight drain for up to `DRAIN_LIMIT` (70 s); a call whose
-//! memory grows with what it reads takes one of `DATA_CALLS` (4) places; the requests in
+//! memory grows with what it reads takes one of `DATA_CALLS` (4) places; a command takes one of
+//! `command_calls()` (twice the CPUs, at least 8) places; the requests in
 //! flight hold at most `BACKLOG_BOUND` (64 MiB) before the reading thread waits.
 
 use std::path::PathBuf;
@@ -29,6 +30,8 @@ pub struct Schedule {
     turns: Arc<Turns>,
     /// Places for the calls whose memory grows with what they read (`Spec::holds_data`).
     data_calls: Arc<Semaphore>,
+    /// Places for the calls that run a command (`Spec::command_place`).
+    command_calls: Arc<Semaphore>,
 }
 
 impl Default for Schedule {
@@ -38,6 +41,7 @@ impl Default for Schedule {
             in_flight: Arc::default(),
             turns: Arc::default(),
             data_calls: Arc::new(Semaphore::new(DATA_CALLS)),
+            command_calls: Arc::new(Semaphore::new(command_calls())),
         }
     }
 }
@@ -48,6 +52,15 @@ impl Default for Schedule {
 /// 200 `read_file`s of a 16 MiB file held 3.26 GiB at once. Four keep two cores busy (each
 /// walk is parallel itself).
 const DATA_CALLS: usize = 4;
+
+/// How many calls that run a command run at once: twice the CPUs, at least 8. Each holds a
+/// blocking thread, and a foreground one two more draining its pipes, for up to a minute; the
+/// others wait as async tasks on the runtime's one worker, holding no thread. Without a bound,
+/// 1,000 pipelined `sleep` calls held about 1,540 threads and a ping waited 5 s (issue #23).
+fn command_calls() -> usize {
+    let cpus = std::thread::available_parallelism().map_or(1, usize::from);
+    (2 * cpus).max(8)
+}
 
 /// How much the requests handed to the runtime may hold, as estimated when read
 /// (`jsonrpc::read_cost`), before the server stops reading more until they drop to half of it.
@@ -111,6 +124,11 @@ impl Schedule {
     /// A place to run a call that holds data (`Spec::holds_data`), once one is free.
     pub async fn data_place(&self) -> Option<OwnedSemaphorePermit> {
         Arc::clone(&self.data_calls).acquire_owned().await.ok()
+    }
+
+    /// A place to run a call that runs a command (`Spec::command_place`), once one is free.
+    pub async fn command_place(&self) -> Option<OwnedSemaphorePermit> {
+        Arc::clone(&self.command_calls).acquire_owned().await.ok()
     }
 
     /// Counts a request in, holding `cost` bytes (its message's `jsonrpc::read_cost`); the guard

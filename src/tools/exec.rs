@@ -31,6 +31,7 @@ use output::Captured;
 
 pub mod command_session;
 mod lifeline;
+pub mod limits;
 mod output;
 mod session;
 mod spill;
@@ -102,9 +103,13 @@ pub fn execute_command(ctx: &Ctx, args: ExecArgs) -> Result<Output, ToolError> {
         Ending::Cancelled => return Ok(Output::text("(cancelled)")),
     };
     // A failure the sandbox caused says so, and which flag would allow it (`grants::hint`).
-    let hint = match status.success() {
-        true => None,
-        false => ctx.settings.confinement.refusal_hint(&err.last_bytes(4096)),
+    let (hint, stopped) = match status.success() {
+        true => (None, None),
+        false => {
+            let tail = err.last_bytes(4096);
+            let limits = ctx.settings.command_limits;
+            (ctx.settings.confinement.refusal_hint(&tail), limits.note(status, &tail))
+        }
     };
     let mut output = render(out, err, status, timed_out.then_some(timeout));
     if let (Some(hint), Some(Content::Text(last))) = (hint, output.content.last_mut()) {
@@ -112,6 +117,11 @@ pub fn execute_command(ctx: &Ctx, args: ExecArgs) -> Result<Output, ToolError> {
             last.push('\n');
         }
         last.push_str(hint);
+    }
+    // A limit that stopped the command says which, and the flag that raises it.
+    if let (Some(note), Some(Content::Text(first))) = (stopped, output.content.first_mut()) {
+        first.push('\n');
+        first.push_str(&note);
     }
     Ok(output)
 }
@@ -188,6 +198,7 @@ fn spawn(ctx: &Ctx, command: &str, cwd: &ResolvedPath, io: Streams) -> Result<Ch
             Ok(())
         });
     }
+    ctx.settings.command_limits.apply_to(&mut cmd);
     let failed = |e| ToolError::io("start /bin/sh", &cwd.shown, e);
     ctx.settings.confinement.apply_to(&mut cmd, &cwd.real, dir.as_fd()).map_err(failed)?;
     lifeline::guard(&mut cmd).map_err(failed)?;

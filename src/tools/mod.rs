@@ -10,6 +10,7 @@ mod delete;
 mod directory;
 pub mod edit;
 mod exec;
+pub use exec::limits;
 mod find;
 mod grep;
 mod info;
@@ -45,6 +46,8 @@ pub struct Ctx<'a> {
 pub struct Settings {
     /// execute_command refuses commands whose simple-command names are listed (`--deny-command`).
     pub deny_commands: Vec<String>,
+    /// What each command may take: memory, file size, processes (`--command-*`).
+    pub command_limits: limits::CommandLimits,
     /// TMPDIR for child processes: a private directory the sandbox lets them write.
     pub command_tmp: Option<std::sync::Arc<crate::sandbox::tmp::CommandTmp>>,
     /// What a command's process does to itself before it runs: join the commands' namespace,

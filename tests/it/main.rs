@@ -61,6 +61,9 @@ mod sessions;
 // Commands do not outlive the server, however it ends.
 #[cfg(target_os = "linux")]
 mod orphans;
+// What commands may take: places for concurrent commands, and each command's limits.
+#[cfg(target_os = "linux")]
+mod command_limits;
 // The work the sandbox lets through (renames, toolchains, caches) and what stays out
 // (credentials, devices).
 #[cfg(target_os = "linux")]
