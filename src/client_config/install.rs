@@ -5,7 +5,7 @@
 //! file's mode kept). A file that does not parse is never written.
 
 use std::fs::{self, File, OpenOptions, Permissions};
-use std::io::{self, Write};
+use std::io::{self, Read, Write};
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
@@ -178,15 +178,58 @@ fn config_path(client: Client, target: &Target) -> Result<PathBuf, String> {
     Ok(fs::canonicalize(&path).unwrap_or(path))
 }
 
-/// The file's text, `None` when it does not exist.
+/// The file's text, `None` when it does not exist. `path` is resolved already, so its last
+/// component is opened with O_NOFOLLOW (a link swapped in since is refused, not followed) and
+/// O_NONBLOCK (opening a FIFO does not wait for a writer); the handle's type is checked before
+/// a byte is read, so a device or a FIFO is refused and never replaced by the write.
 fn read(path: &Path) -> Result<Option<String>, String> {
-    match fs::read(path) {
-        Ok(bytes) => String::from_utf8(bytes).map(Some).map_err(|_| {
-            format!("replay: {} was left as it is: it is not UTF-8 text", path.display())
-        }),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(format!("replay: cannot read {}: {e}", path.display())),
+    let shown = path.display();
+    let opened =
+        OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW).open(path);
+    let mut file = match opened {
+        Ok(file) => file,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("replay: cannot read {shown}: {e}")),
+    };
+    let meta = file.metadata().map_err(|e| format!("replay: cannot read {shown}: {e}"))?;
+    if let Some(kind) = not_regular(meta.file_type()) {
+        return Err(refuse_kind(path, kind));
     }
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes).map_err(|e| format!("replay: cannot read {shown}: {e}"))?;
+    String::from_utf8(bytes)
+        .map(Some)
+        .map_err(|_| format!("replay: {shown} was left as it is: it is not UTF-8 text"))
+}
+
+/// What a file that is not a regular file is, for the message refusing it; `None` for a
+/// regular file.
+fn not_regular(kind: fs::FileType) -> Option<&'static str> {
+    use std::os::unix::fs::FileTypeExt;
+    if kind.is_file() {
+        None
+    } else if kind.is_dir() {
+        Some("a directory")
+    } else if kind.is_char_device() {
+        Some("a character device")
+    } else if kind.is_block_device() {
+        Some("a block device")
+    } else if kind.is_fifo() {
+        Some("a FIFO")
+    } else if kind.is_socket() {
+        Some("a socket")
+    } else if kind.is_symlink() {
+        Some("a symbolic link")
+    } else {
+        Some("not a regular file")
+    }
+}
+
+fn refuse_kind(path: &Path, kind: &str) -> String {
+    format!(
+        "replay: {} was left as it is: it is {kind}; give a regular file with --config",
+        path.display()
+    )
 }
 
 /// A unified diff from `old` to `new`, headed by the file's path.
@@ -209,8 +252,14 @@ fn backup_note(path: &Path, backed_up: bool) -> String {
 }
 
 /// Keeps `old` as the backup, then writes `new` (or removes the file when `new` is `None`). The
-/// backup is made first: when it fails, the file is not touched.
+/// backup is made first: when it fails, the file is not touched. Only a regular file is
+/// replaced: renaming over a device or a FIFO would swap it for a file.
 fn write_with_backup(path: &Path, old: Option<&str>, new: Option<&str>) -> Result<(), String> {
+    if let Ok(meta) = fs::symlink_metadata(path) {
+        if let Some(kind) = not_regular(meta.file_type()) {
+            return Err(refuse_kind(path, kind));
+        }
+    }
     let mode = fs::metadata(path).ok().map(|m| m.permissions().mode() & 0o7777);
     if let Some(old) = old {
         let backup = backup_path(path);
