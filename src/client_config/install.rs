@@ -178,6 +178,10 @@ fn config_path(client: Client, target: &Target) -> Result<PathBuf, String> {
     Ok(fs::canonicalize(&path).unwrap_or(path))
 }
 
+/// The most of a config file replay reads: client configs are kilobytes, and the text is held
+/// about four times over (old, new, the diff, the backup), so 16 MiB bounds install at ~64 MiB.
+const MAX_CONFIG_BYTES: u64 = 16 << 20;
+
 /// The file's text, `None` when it does not exist. `path` is resolved already, so its last
 /// component is opened with O_NOFOLLOW (a link swapped in since is refused, not followed) and
 /// O_NONBLOCK (opening a FIFO does not wait for a writer); the handle's type is checked before
@@ -195,8 +199,25 @@ fn read(path: &Path) -> Result<Option<String>, String> {
     if let Some(kind) = not_regular(meta.file_type()) {
         return Err(refuse_kind(path, kind));
     }
+    let too_big = || {
+        format!(
+            "replay: {shown} was left as it is: it is larger than {} MiB, more than a client's \
+             config file holds; check the path, or give the config file with --config",
+            MAX_CONFIG_BYTES >> 20
+        )
+    };
+    if meta.len() > MAX_CONFIG_BYTES {
+        return Err(too_big());
+    }
+    // One byte past the limit read at most, so a file that grew since the fstat is caught too.
     let mut bytes = Vec::new();
-    file.read_to_end(&mut bytes).map_err(|e| format!("replay: cannot read {shown}: {e}"))?;
+    (&mut file)
+        .take(MAX_CONFIG_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("replay: cannot read {shown}: {e}"))?;
+    if bytes.len() as u64 > MAX_CONFIG_BYTES {
+        return Err(too_big());
+    }
     String::from_utf8(bytes)
         .map(Some)
         .map_err(|_| format!("replay: {shown} was left as it is: it is not UTF-8 text"))
