@@ -164,18 +164,66 @@ fn config_path(client: Client, target: &Target) -> Result<PathBuf, String> {
                 dir.display()
             ))
         }
-        Target::Project(dir) => paths::project_file(client, dir).ok_or_else(|| {
-            let name = clap::ValueEnum::to_possible_value(&client)
-                .map(|v| v.get_name().to_string())
-                .unwrap_or_default();
-            format!(
-                "replay: {name} reads one user-wide config file and no project's; drop --project \
-                 (or give the file with --config PATH)"
-            )
-        })?,
+        Target::Project(dir) => {
+            let file = paths::project_file(client, dir).ok_or_else(|| {
+                let name = clap::ValueEnum::to_possible_value(&client)
+                    .map(|v| v.get_name().to_string())
+                    .unwrap_or_default();
+                format!(
+                    "replay: {name} reads one user-wide config file and no project's; drop \
+                     --project (or give the file with --config PATH)"
+                )
+            })?;
+            return inside_project(dir, &file);
+        }
         Target::User => paths::user_file(client, &Dirs::from_env(|n| std::env::var_os(n))?),
     };
     Ok(fs::canonicalize(&path).unwrap_or(path))
+}
+
+/// The project's file with its links resolved, refused when a link on the way leads out of the
+/// canonical project directory: a cloned repository's `.cursor -> ~/.ssh` or
+/// `.vscode/mcp.json -> ~/.bashrc` would otherwise steer the write to the user's other files.
+fn inside_project(dir: &Path, file: &Path) -> Result<PathBuf, String> {
+    let root = fs::canonicalize(dir).map_err(|e| {
+        format!("replay: --project {}: {e}; give the project's directory", dir.display())
+    })?;
+    let resolved = resolve(file);
+    if resolved.starts_with(&root) {
+        return Ok(resolved);
+    }
+    let link = first_link(dir, file).unwrap_or_else(|| file.to_path_buf());
+    Err(format!(
+        "replay: --project {}: {} is a symlink that leads out of the project (to {}); nothing \
+         was written; remove the link, or give the file to edit with --config PATH",
+        dir.display(),
+        link.display(),
+        resolved.display()
+    ))
+}
+
+/// `path` with every symlink resolved; the trailing parts that do not exist yet are kept as
+/// they are, under their resolved parent.
+fn resolve(path: &Path) -> PathBuf {
+    if let Ok(real) = fs::canonicalize(path) {
+        return real;
+    }
+    match (path.parent(), path.file_name()) {
+        (Some(parent), Some(name)) if !parent.as_os_str().is_empty() => resolve(parent).join(name),
+        _ => path.to_path_buf(),
+    }
+}
+
+/// The first symlink on the way from `dir` down to `file`, to name in the refusal.
+fn first_link(dir: &Path, file: &Path) -> Option<PathBuf> {
+    let mut at = dir.to_path_buf();
+    for part in file.strip_prefix(dir).ok()?.components() {
+        at.push(part);
+        if fs::symlink_metadata(&at).is_ok_and(|m| m.file_type().is_symlink()) {
+            return Some(at);
+        }
+    }
+    None
 }
 
 /// The most of a config file replay reads: client configs are kilobytes, and the text is held
