@@ -248,7 +248,7 @@ fn install_leaves_a_device_config_alone() {
         &device,
         nix::sys::stat::SFlag::S_IFCHR,
         nix::sys::stat::Mode::from_bits_truncate(0o666),
-        nix::sys::stat::makedev(1, 3),
+        libc::makedev(1, 3),
     );
     if !require("CAP_MKNOD (root) to make a character device", made.is_ok()) {
         return;
