@@ -5,7 +5,7 @@
 //! file's mode kept). A file that does not parse is never written.
 
 use std::fs::{self, File, OpenOptions, Permissions};
-use std::io::{self, Write};
+use std::io::{self, Read, Write};
 use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
@@ -164,29 +164,141 @@ fn config_path(client: Client, target: &Target) -> Result<PathBuf, String> {
                 dir.display()
             ))
         }
-        Target::Project(dir) => paths::project_file(client, dir).ok_or_else(|| {
-            let name = clap::ValueEnum::to_possible_value(&client)
-                .map(|v| v.get_name().to_string())
-                .unwrap_or_default();
-            format!(
-                "replay: {name} reads one user-wide config file and no project's; drop --project \
-                 (or give the file with --config PATH)"
-            )
-        })?,
+        Target::Project(dir) => {
+            let file = paths::project_file(client, dir).ok_or_else(|| {
+                let name = clap::ValueEnum::to_possible_value(&client)
+                    .map(|v| v.get_name().to_string())
+                    .unwrap_or_default();
+                format!(
+                    "replay: {name} reads one user-wide config file and no project's; drop \
+                     --project (or give the file with --config PATH)"
+                )
+            })?;
+            return inside_project(dir, &file);
+        }
         Target::User => paths::user_file(client, &Dirs::from_env(|n| std::env::var_os(n))?),
     };
     Ok(fs::canonicalize(&path).unwrap_or(path))
 }
 
-/// The file's text, `None` when it does not exist.
-fn read(path: &Path) -> Result<Option<String>, String> {
-    match fs::read(path) {
-        Ok(bytes) => String::from_utf8(bytes).map(Some).map_err(|_| {
-            format!("replay: {} was left as it is: it is not UTF-8 text", path.display())
-        }),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(format!("replay: cannot read {}: {e}", path.display())),
+/// The project's file with its links resolved, refused when a link on the way leads out of the
+/// canonical project directory: a cloned repository's `.cursor -> ~/.ssh` or
+/// `.vscode/mcp.json -> ~/.bashrc` would otherwise steer the write to the user's other files.
+fn inside_project(dir: &Path, file: &Path) -> Result<PathBuf, String> {
+    let root = fs::canonicalize(dir).map_err(|e| {
+        format!("replay: --project {}: {e}; give the project's directory", dir.display())
+    })?;
+    let resolved = resolve(file);
+    if resolved.starts_with(&root) {
+        return Ok(resolved);
     }
+    let link = first_link(dir, file).unwrap_or_else(|| file.to_path_buf());
+    Err(format!(
+        "replay: --project {}: {} is a symlink that leads out of the project (to {}); nothing \
+         was written; remove the link, or give the file to edit with --config PATH",
+        dir.display(),
+        link.display(),
+        resolved.display()
+    ))
+}
+
+/// `path` with every symlink resolved; the trailing parts that do not exist yet are kept as
+/// they are, under their resolved parent.
+fn resolve(path: &Path) -> PathBuf {
+    if let Ok(real) = fs::canonicalize(path) {
+        return real;
+    }
+    match (path.parent(), path.file_name()) {
+        (Some(parent), Some(name)) if !parent.as_os_str().is_empty() => resolve(parent).join(name),
+        _ => path.to_path_buf(),
+    }
+}
+
+/// The first symlink on the way from `dir` down to `file`, to name in the refusal.
+fn first_link(dir: &Path, file: &Path) -> Option<PathBuf> {
+    let mut at = dir.to_path_buf();
+    for part in file.strip_prefix(dir).ok()?.components() {
+        at.push(part);
+        if fs::symlink_metadata(&at).is_ok_and(|m| m.file_type().is_symlink()) {
+            return Some(at);
+        }
+    }
+    None
+}
+
+/// The most of a config file replay reads: client configs are kilobytes, and the text is held
+/// about four times over (old, new, the diff, the backup), so 16 MiB bounds install at ~64 MiB.
+const MAX_CONFIG_BYTES: u64 = 16 << 20;
+
+/// The file's text, `None` when it does not exist. `path` is resolved already, so its last
+/// component is opened with O_NOFOLLOW (a link swapped in since is refused, not followed) and
+/// O_NONBLOCK (opening a FIFO does not wait for a writer); the handle's type is checked before
+/// a byte is read, so a device or a FIFO is refused and never replaced by the write.
+fn read(path: &Path) -> Result<Option<String>, String> {
+    let shown = path.display();
+    let opened =
+        OpenOptions::new().read(true).custom_flags(libc::O_NONBLOCK | libc::O_NOFOLLOW).open(path);
+    let mut file = match opened {
+        Ok(file) => file,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("replay: cannot read {shown}: {e}")),
+    };
+    let meta = file.metadata().map_err(|e| format!("replay: cannot read {shown}: {e}"))?;
+    if let Some(kind) = not_regular(meta.file_type()) {
+        return Err(refuse_kind(path, kind));
+    }
+    let too_big = || {
+        format!(
+            "replay: {shown} was left as it is: it is larger than {} MiB, more than a client's \
+             config file holds; check the path, or give the config file with --config",
+            MAX_CONFIG_BYTES >> 20
+        )
+    };
+    if meta.len() > MAX_CONFIG_BYTES {
+        return Err(too_big());
+    }
+    // One byte past the limit read at most, so a file that grew since the fstat is caught too.
+    let mut bytes = Vec::new();
+    (&mut file)
+        .take(MAX_CONFIG_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| format!("replay: cannot read {shown}: {e}"))?;
+    if bytes.len() as u64 > MAX_CONFIG_BYTES {
+        return Err(too_big());
+    }
+    String::from_utf8(bytes)
+        .map(Some)
+        .map_err(|_| format!("replay: {shown} was left as it is: it is not UTF-8 text"))
+}
+
+/// What a file that is not a regular file is, for the message refusing it; `None` for a
+/// regular file.
+fn not_regular(kind: fs::FileType) -> Option<&'static str> {
+    use std::os::unix::fs::FileTypeExt;
+    if kind.is_file() {
+        None
+    } else if kind.is_dir() {
+        Some("a directory")
+    } else if kind.is_char_device() {
+        Some("a character device")
+    } else if kind.is_block_device() {
+        Some("a block device")
+    } else if kind.is_fifo() {
+        Some("a FIFO")
+    } else if kind.is_socket() {
+        Some("a socket")
+    } else if kind.is_symlink() {
+        Some("a symbolic link")
+    } else {
+        Some("not a regular file")
+    }
+}
+
+fn refuse_kind(path: &Path, kind: &str) -> String {
+    format!(
+        "replay: {} was left as it is: it is {kind}; give a regular file with --config",
+        path.display()
+    )
 }
 
 /// A unified diff from `old` to `new`, headed by the file's path.
@@ -209,8 +321,14 @@ fn backup_note(path: &Path, backed_up: bool) -> String {
 }
 
 /// Keeps `old` as the backup, then writes `new` (or removes the file when `new` is `None`). The
-/// backup is made first: when it fails, the file is not touched.
+/// backup is made first: when it fails, the file is not touched. Only a regular file is
+/// replaced: renaming over a device or a FIFO would swap it for a file.
 fn write_with_backup(path: &Path, old: Option<&str>, new: Option<&str>) -> Result<(), String> {
+    if let Ok(meta) = fs::symlink_metadata(path) {
+        if let Some(kind) = not_regular(meta.file_type()) {
+            return Err(refuse_kind(path, kind));
+        }
+    }
     let mode = fs::metadata(path).ok().map(|m| m.permissions().mode() & 0o7777);
     if let Some(old) = old {
         let backup = backup_path(path);
