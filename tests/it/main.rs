@@ -58,6 +58,8 @@ mod isolation;
 mod fence;
 // Background commands, command_session, and the foreground head-and-tail note.
 mod sessions;
+// Sessions under attack: escaped children, out-of-range numbers, the deny list, the spill.
+mod session_attacks;
 // Commands do not outlive the server, however it ends.
 #[cfg(target_os = "linux")]
 mod orphans;

@@ -1,0 +1,166 @@
+//! Attacks on sessions through the real binary: commands that leave a process outside their
+//! process group holding the output, out-of-range numbers, the deny list and the spill file.
+
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::kill;
+use nix::unistd::Pid;
+use serde_json::{json, Value};
+
+use crate::harness::{Server, TestEnv};
+
+/// SIGKILL to a process the test's command left outside the server's reach.
+struct KillOnDrop(i32);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = kill(Pid::from_raw(self.0), nix::sys::signal::SIGKILL);
+    }
+}
+
+#[track_caller]
+fn structured(server: &mut Server, tool: &str, args: Value) -> Value {
+    server.call(tool, args).result()["structuredContent"].clone()
+}
+
+/// Starts, as session `n`, a command whose shell exits at once, leaving a `setsid` child (out
+/// of the process group, so the server's kill misses it) that holds the output pipe for 1000 s.
+/// Waits until the shell is gone (reaped by the server); returns a guard that kills the child.
+fn leave_setsid_child(server: &mut Server, env: &TestEnv, n: usize) -> (u64, KillOnDrop) {
+    let pid_file = format!("pid{n}");
+    let command = format!(
+        "setsid sh -c 'echo $$ > {pid_file}; exec sleep 1000' & \
+         while [ ! -s {pid_file} ]; do sleep 0.01; done; echo $$"
+    );
+    let args = json!({"command": command, "background": true, "waitSeconds": 0});
+    let data = structured(server, "execute_command", args);
+    let id = data["session"].as_u64().unwrap_or_else(|| panic!("no session: {data}"));
+    let until = Instant::now() + Duration::from_secs(20);
+    let mut output = String::new();
+    while !output.ends_with('\n') {
+        assert!(Instant::now() < until, "no pid from session {id}: {output:?}");
+        let read = structured(server, "command_session", json!({"session": id, "waitSeconds": 1}));
+        output.push_str(read["output"].as_str().expect("output"));
+    }
+    let guard =
+        KillOnDrop(env.read_string(&format!("root/{pid_file}")).trim().parse().expect("a pid"));
+    let shell = Pid::from_raw(output.trim().parse().expect("the shell's pid"));
+    while kill(shell, None).is_ok() {
+        assert!(Instant::now() < until, "session {id}'s shell still there");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    (id, guard)
+}
+
+/// The shell has exited, but a `setsid` child holds the output: the list says `[running]`, so
+/// `kill` must end it (or at least stop following it), not answer "session 1 has ended".
+#[test]
+fn a_session_whose_shell_exited_is_killed_though_a_setsid_child_holds_its_output() {
+    let env = TestEnv::new(&[], &[]);
+    let mut server = Server::start(&env);
+    let (id, _child) = leave_setsid_child(&mut server, &env, 1);
+    let killed = server.call("command_session", json!({"session": id, "kill": true}));
+    assert!(
+        killed.value.get("error").is_none(),
+        "kill refused a session the list shows running: {}",
+        killed.line
+    );
+    let data = killed.result()["structuredContent"].clone();
+    assert!(!data["exitCode"].is_null(), "still running after kill: {data}");
+}
+
+/// Sixteen commands that each leave a `setsid` child holding their output must not use up the
+/// server's sessions for good: their shells have exited, and `kill` is refused on them.
+#[test]
+fn sessions_whose_shells_exited_do_not_lock_out_new_ones() {
+    let env = TestEnv::new(&[], &[]);
+    let mut server = Server::start(&env);
+    let _children: Vec<_> = (1..=16).map(|n| leave_setsid_child(&mut server, &env, n).1).collect();
+    let args = json!({"command": "echo 17", "background": true, "waitSeconds": 5});
+    let reply = server.call("execute_command", args);
+    assert!(
+        reply.value.get("error").is_none(),
+        "no 17th session while 16 exited shells' children live on: {}",
+        reply.line
+    );
+}
+
+/// Numbers the schema bounds are refused with -32602, and the server goes on.
+#[test]
+fn out_of_range_session_numbers_are_refused() {
+    let env = TestEnv::new(&[], &[]);
+    let mut server = Server::start(&env);
+    let max = u64::MAX;
+    let start = |extra: Value| {
+        let mut args = json!({"command": "echo hi", "background": true});
+        args.as_object_mut().expect("object").extend(extra.as_object().expect("object").clone());
+        args
+    };
+    for args in [
+        start(json!({"waitSeconds": max})),
+        start(json!({"timeout": max})),
+        start(json!({"waitSeconds": -1})),
+    ] {
+        server.call_err("execute_command", args, -32602);
+    }
+    for args in [
+        json!({"session": 0}),
+        json!({"session": -1}),
+        json!({"session": 1.5}),
+        json!({"session": "1"}),
+        json!({"session": max}),
+        json!({"session": 1, "waitSeconds": max}),
+        json!({"session": 1, "offset": -1}),
+    ] {
+        server.call_err("command_session", args, -32602);
+    }
+    let id = structured(&mut server, "execute_command", start(json!({"waitSeconds": 5})));
+    let id = id["session"].as_u64().expect("a session");
+    let err = server.call_err("command_session", json!({"session": id, "offset": max}), -32602);
+    assert!(err.message.contains("past the end"), "{}", err.message);
+    // Ended: kill and closeInput are refused twice alike, and the output stays.
+    for _ in 0..2 {
+        server.call_err("command_session", json!({"session": id, "kill": true}), -32602);
+        server.call_err("command_session", json!({"session": id, "closeInput": true}), -32602);
+    }
+    let data = structured(&mut server, "command_session", json!({"session": id, "offset": 0}));
+    assert_eq!(data["output"], "hi\n", "{data}");
+}
+
+/// `--deny-command` holds for a background or tty command as for a foreground one.
+#[test]
+fn a_denied_command_is_refused_as_a_session_too() {
+    let env = TestEnv::new(&[], &[]);
+    let root = format!("{}:rw", env.root().display());
+    let mut server =
+        Server::start_with(["--mcp-server", "--allow", &root, "--deny-command", "curl"]);
+    for mode in ["background", "tty"] {
+        let args = json!({"command": "true; curl x", mode: true, "waitSeconds": 0});
+        let err = server.call_err("execute_command", args, -32001);
+        assert!(err.message.contains("`curl`"), "{}", err.message);
+    }
+    let listed = structured(&mut server, "command_session", json!({}));
+    assert_eq!(listed["sessions"], json!([]), "{listed}");
+}
+
+/// A session's output is in an unnamed file: another command finds it neither in its TMPDIR
+/// nor through the server's descriptors.
+#[test]
+fn a_command_cannot_read_another_sessions_output() {
+    let env = TestEnv::new(&[], &[]);
+    let mut server = Server::start(&env);
+    // Written in two halves so that no command line holds the whole marker.
+    let args = json!({"command": "echo SPILL-$((6*7))-MARK; exec sleep 1000", "background": true, "waitSeconds": 1});
+    let id = structured(&mut server, "execute_command", args)["session"].as_u64().expect("id");
+    let until = Instant::now() + Duration::from_secs(10);
+    while structured(&mut server, "command_session", json!({"session": id, "offset": 0}))["output"]
+        != "SPILL-42-MARK\n"
+    {
+        assert!(Instant::now() < until, "no output from session {id}");
+    }
+    let probe = "for f in \"$TMPDIR\"/* \"$TMPDIR\"/.* /proc/$PPID/fd/*; do \
+                 timeout 2 grep -l \"SPILL-4\"2-MARK \"$f\" 2>/dev/null; done; echo probed";
+    let data = structured(&mut server, "execute_command", json!({"command": probe, "timeout": 30}));
+    assert_eq!(data["stdout"], "probed\n", "{data}");
+    server.call("command_session", json!({"session": id, "kill": true}));
+}
