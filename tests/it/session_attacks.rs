@@ -7,7 +7,7 @@ use nix::sys::signal::kill;
 use nix::unistd::Pid;
 use serde_json::{json, Value};
 
-use crate::harness::{Server, TestEnv};
+use crate::harness::{raw_call, Server, TestEnv};
 
 /// SIGKILL to a process the test's command left outside the server's reach.
 struct KillOnDrop(i32);
@@ -163,4 +163,24 @@ fn a_command_cannot_read_another_sessions_output() {
     let data = structured(&mut server, "execute_command", json!({"command": probe, "timeout": 30}));
     assert_eq!(data["stdout"], "probed\n", "{data}");
     server.call("command_session", json!({"session": id, "kill": true}));
+}
+
+/// A foreground command whose `setsid` child holds stdout open: the shell has exited, and the
+/// call must still answer by its deadline (2 s, then the 3 s grace), not when the child ends
+/// (1000 s). While it waits, the server does not exit at the end of stdin either.
+#[test]
+fn a_setsid_child_holding_stdout_does_not_hold_a_foreground_reply() {
+    let env = TestEnv::new(&[], &[]);
+    let mut server = Server::start(&env);
+    let command = "setsid sh -c 'echo $$ > pid; exec sleep 1000' & \
+                   while [ ! -s pid ]; do sleep 0.01; done; echo shell done";
+    server.send_raw(&raw_call(7, "execute_command", json!({"command": command, "timeout": 2})));
+    let until = Instant::now() + Duration::from_secs(20);
+    while !env.exists("root/pid") || env.read_string("root/pid").trim().is_empty() {
+        assert!(Instant::now() < until, "the command wrote no pid");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let _child = KillOnDrop(env.read_string("root/pid").trim().parse().expect("a pid"));
+    let line = server.next_line_within(Duration::from_secs(15));
+    assert!(line.contains("shell done"), "{line}");
 }
