@@ -1,13 +1,17 @@
 //! Attacks on sessions through the real binary: commands that leave a process outside their
-//! process group holding the output, out-of-range numbers, the deny list and the spill file.
+//! process group holding the output, out-of-range numbers, the deny list and the spill file;
+//! and `replay install` on config paths that are no regular file, or a huge one.
 
+use std::os::unix::fs::FileTypeExt;
+use std::path::Path;
+use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use nix::sys::signal::kill;
 use nix::unistd::Pid;
 use serde_json::{json, Value};
 
-use crate::harness::{raw_call, Server, TestEnv};
+use crate::harness::{path_str, raw_call, replay_command, require, Server, TestEnv};
 
 /// SIGKILL to a process the test's command left outside the server's reach.
 struct KillOnDrop(i32);
@@ -183,4 +187,89 @@ fn a_setsid_child_holding_stdout_does_not_hold_a_foreground_reply() {
     let _child = KillOnDrop(env.read_string("root/pid").trim().parse().expect("a pid"));
     let line = server.next_line_within(Duration::from_secs(15));
     assert!(line.contains("shell done"), "{line}");
+}
+
+/// `replay install cursor --config PATH root` with HOME in the test's directory: its exit
+/// status (`None` when it ran past 15 s and was killed) and its peak resident memory in KiB.
+fn install_into(env: &TestEnv, config: &Path) -> (Option<i32>, i64) {
+    let mut cmd = replay_command();
+    cmd.args(["install", "cursor", "--config", &path_str(config), &path_str(&env.root())])
+        .env("HOME", env.base())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    #[expect(
+        clippy::zombie_processes,
+        reason = "reaped by wait4, which also gives its peak memory"
+    )]
+    let child = cmd.spawn().expect("spawn replay install");
+    let pid = child.id() as libc::pid_t;
+    let until = Instant::now() + Duration::from_secs(15);
+    loop {
+        let mut status = 0;
+        // SAFETY: an all-zero rusage is a valid value for wait4 to fill.
+        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: waits for (and reaps) our own child, writing into the two locals.
+        let reaped = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut usage) };
+        if reaped == pid {
+            let code = libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status));
+            return (code.or(Some(-1)), usage.ru_maxrss);
+        }
+        if Instant::now() >= until {
+            let _ = kill(Pid::from_raw(pid), nix::sys::signal::SIGKILL);
+            // SAFETY: reaps the child just killed.
+            unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+            return (None, usage.ru_maxrss);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A config path that is a FIFO (or links to one) is refused, not read forever.
+#[test]
+fn install_does_not_hang_on_a_fifo_config() {
+    let env = TestEnv::new(&[], &[]);
+    let fifo = env.path("mcp.json");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).expect("mkfifo");
+    let (status, _) = install_into(&env, &fifo);
+    assert!(status.is_some(), "replay install still reading the FIFO {fifo:?} after 15 s");
+    assert!(std::fs::symlink_metadata(&fifo).expect("fifo").file_type().is_fifo());
+}
+
+/// A config path that is a character device (a client's file linked to `/dev/null` to turn it
+/// off) is refused: install must not replace the device with a regular file, nor write a
+/// backup beside it (run as root on the real `/dev/null`, it replaced the system's). Made with
+/// mknod in the test's directory, never the real one.
+#[test]
+fn install_leaves_a_device_config_alone() {
+    let env = TestEnv::new(&[], &[]);
+    let device = env.path("null");
+    let made = nix::sys::stat::mknod(
+        &device,
+        nix::sys::stat::SFlag::S_IFCHR,
+        nix::sys::stat::Mode::from_bits_truncate(0o666),
+        nix::sys::stat::makedev(1, 3),
+    );
+    if !require("CAP_MKNOD (root) to make a character device", made.is_ok()) {
+        return;
+    }
+    env.symlink(&path_str(&device), "mcp.json");
+    let (status, _) = install_into(&env, &env.path("mcp.json"));
+    let kind = std::fs::symlink_metadata(&device).expect("device").file_type();
+    assert!(kind.is_char_device(), "install replaced the device {device:?} ({kind:?})");
+    assert_eq!(env.names(""), ["mcp.json", "null", "root"], "install wrote beside the device");
+    assert_ne!(status, Some(0), "install said it wrote a device");
+}
+
+/// A config file far bigger than any config (1 GiB, sparse) is refused before it is read:
+/// reading it whole took 1 GiB of memory.
+#[test]
+fn install_does_not_read_a_huge_config_into_memory() {
+    let env = TestEnv::new(&[], &[]);
+    let big = env.path("mcp.json");
+    std::fs::File::create(&big).and_then(|f| f.set_len(1 << 30)).expect("a sparse file");
+    let (status, peak_kib) = install_into(&env, &big);
+    assert!(status.is_some(), "replay install ran past 15 s on a 1 GiB config");
+    assert!(peak_kib < 100 * 1024, "replay install peaked at {peak_kib} KiB on a 1 GiB config");
+    assert_eq!(std::fs::metadata(&big).expect("big").len(), 1 << 30, "the config changed");
 }
