@@ -11,7 +11,7 @@ use nix::sys::signal::kill;
 use nix::unistd::Pid;
 use serde_json::{json, Value};
 
-use crate::harness::{path_str, raw_call, replay_command, require, Server, TestEnv};
+use crate::harness::{path_str, raw_call, replay_command, require, run_cli, Server, TestEnv};
 
 /// SIGKILL to a process the test's command left outside the server's reach.
 struct KillOnDrop(i32);
@@ -272,4 +272,23 @@ fn install_does_not_read_a_huge_config_into_memory() {
     assert!(status.is_some(), "replay install ran past 15 s on a 1 GiB config");
     assert!(peak_kib < 100 * 1024, "replay install peaked at {peak_kib} KiB on a 1 GiB config");
     assert_eq!(std::fs::metadata(&big).expect("big").len(), 1 << 30, "the config changed");
+}
+
+/// `install --project DIR` edits a file inside DIR: a cloned project whose `.cursor` (or
+/// `.vscode/mcp.json`) is a symlink out of it must not steer the write to another directory or
+/// another of the user's files.
+#[test]
+fn install_project_does_not_follow_links_out_of_the_project() {
+    let env = TestEnv::new(&["project/.vscode", "victim"], &[("victim/settings.json", "{}\n")]);
+    env.symlink(&path_str(&env.path("victim")), "project/.cursor");
+    env.symlink(&path_str(&env.path("victim/settings.json")), "project/.vscode/mcp.json");
+    let before = env.snapshot().under("victim");
+    for client in ["cursor", "vscode"] {
+        let mut cmd = replay_command();
+        cmd.args(["install", client, "--project", &env.p("project"), &env.p("root")])
+            .env("HOME", env.base());
+        run_cli(cmd, "");
+    }
+    let diff = before.diff(&env.snapshot().under("victim"));
+    assert!(diff.is_empty(), "install --project wrote outside the project:\n{diff}");
 }
