@@ -71,6 +71,8 @@ fn a_session_whose_shell_exited_is_killed_though_a_setsid_child_holds_its_output
     );
     let data = killed.result()["structuredContent"].clone();
     assert!(!data["exitCode"].is_null(), "still running after kill: {data}");
+    let text = killed.result()["content"][0]["text"].as_str().expect("text").to_string();
+    assert!(text.contains("still holds its output; stopped reading"), "{text}");
 }
 
 /// Sixteen commands that each leave a `setsid` child holding their output must not use up the
