@@ -17,8 +17,11 @@ use std::os::fd::{AsFd, AsRawFd};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Child, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
+use nix::errno::Errno;
+use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
 use serde::Deserialize;
@@ -89,14 +92,18 @@ pub fn execute_command(ctx: &Ctx, args: ExecArgs) -> Result<Output, ToolError> {
     let clock = Clock { started: Instant::now(), timeout };
     // Output bytes so far, for progress reports.
     let produced = AtomicU64::new(0);
+    // Set once the group is killed: when the readers stop (`drain`).
+    let stop = OnceLock::new();
     let (ending, out, err) = std::thread::scope(|s| {
-        let out = s.spawn(|| drain(stdout, &produced));
-        let err = s.spawn(|| drain(stderr, &produced));
+        let out = s.spawn(|| drain(stdout, &produced, &stop));
+        let err = s.spawn(|| drain(stderr, &produced, &stop));
         let ending = wait(&mut child, pgid, &clock, &produced, ctx);
         // The shell is gone; so must be what it started, or the pipes never close.
         let _ = killpg(pgid, Signal::SIGKILL);
+        let _ = stop.set(Instant::now() + output::HELD_DRAIN);
         (ending, out.join().unwrap_or_default(), err.join().unwrap_or_default())
     });
+    let held = out.held || err.held;
     let (status, timed_out) = match ending {
         Ending::Exited(status) => (status, false),
         Ending::TimedOut(status) => (status, true),
@@ -112,6 +119,9 @@ pub fn execute_command(ctx: &Ctx, args: ExecArgs) -> Result<Output, ToolError> {
         }
     };
     let mut output = render(out, err, status, timed_out.then_some(timeout));
+    if held {
+        note_held(&mut output);
+    }
     if let (Some(hint), Some(Content::Text(last))) = (hint, output.content.last_mut()) {
         if !last.ends_with('\n') {
             last.push('\n');
@@ -262,11 +272,36 @@ fn stop(child: &mut Child, pgid: Pid) -> ExitStatus {
     child.wait().unwrap_or(ExitStatus::from_raw(Signal::SIGKILL as i32))
 }
 
-fn drain(stream: Option<impl Read>, produced: &AtomicU64) -> Captured {
+/// Reads `stream` to its end, or until the instant `stop` gets (the group's kill plus
+/// `HELD_DRAIN`): a process outside the group (`setsid`) may hold it open for good, and the
+/// reply must not wait for it. Polls every `READ_TICK` to see `stop`.
+fn drain(
+    stream: Option<impl Read + AsFd>,
+    produced: &AtomicU64,
+    stop: &OnceLock<Instant>,
+) -> Captured {
+    /// How often a reader looks at `stop`: a tenth of `HELD_DRAIN`.
+    const READ_TICK: Duration = Duration::from_millis(50);
     let mut captured = Captured::default();
     let Some(mut stream) = stream else { return captured };
     let mut buf = [0u8; 64 * 1024];
     loop {
+        let tick = match stop.get() {
+            None => READ_TICK,
+            Some(&until) => match until.checked_duration_since(Instant::now()) {
+                Some(left) if !left.is_zero() => left.min(READ_TICK),
+                _ => {
+                    captured.held = true;
+                    break;
+                }
+            },
+        };
+        let mut fds = [PollFd::new(stream.as_fd(), PollFlags::POLLIN)];
+        match poll(&mut fds, PollTimeout::from(tick.as_millis().max(1) as u16)) {
+            Ok(0) | Err(Errno::EINTR) => continue,
+            Ok(_) => {}
+            Err(_) => break,
+        }
         match stream.read(&mut buf) {
             Ok(0) => break,
             Ok(n) => {
@@ -278,6 +313,13 @@ fn drain(stream: Option<impl Read>, produced: &AtomicU64) -> Captured {
         }
     }
     captured
+}
+
+/// `HELD_NOTE` in the text, before the exit code.
+fn note_held(output: &mut Output) {
+    let Some(Content::Text(text)) = output.content.first_mut() else { return };
+    let at = text.rfind("[exit code:").unwrap_or(text.len());
+    text.insert_str(at, &format!("{}\n", output::HELD_NOTE));
 }
 
 fn render(out: Captured, err: Captured, status: ExitStatus, timed_out: Option<u64>) -> Output {

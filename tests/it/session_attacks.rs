@@ -71,6 +71,8 @@ fn a_session_whose_shell_exited_is_killed_though_a_setsid_child_holds_its_output
     );
     let data = killed.result()["structuredContent"].clone();
     assert!(!data["exitCode"].is_null(), "still running after kill: {data}");
+    let text = killed.result()["content"][0]["text"].as_str().expect("text").to_string();
+    assert!(text.contains("still holds its output; stopped reading"), "{text}");
 }
 
 /// Sixteen commands that each leave a `setsid` child holding their output must not use up the
@@ -171,7 +173,8 @@ fn a_command_cannot_read_another_sessions_output() {
 
 /// A foreground command whose `setsid` child holds stdout open: the shell has exited, and the
 /// call must still answer by its deadline (2 s, then the 3 s grace), not when the child ends
-/// (1000 s). While it waits, the server does not exit at the end of stdin either.
+/// (1000 s), and say why the output stopped. While it waits, the server does not exit at the
+/// end of stdin either.
 #[test]
 fn a_setsid_child_holding_stdout_does_not_hold_a_foreground_reply() {
     let env = TestEnv::new(&[], &[]);
@@ -187,6 +190,7 @@ fn a_setsid_child_holding_stdout_does_not_hold_a_foreground_reply() {
     let _child = KillOnDrop(env.read_string("root/pid").trim().parse().expect("a pid"));
     let line = server.next_line_within(Duration::from_secs(15));
     assert!(line.contains("shell done"), "{line}");
+    assert!(line.contains("still holds its output; stopped reading"), "{line}");
 }
 
 /// `replay install cursor --config PATH root` with HOME in the test's directory: its exit

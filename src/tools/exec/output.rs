@@ -7,6 +7,16 @@ pub const HEAD: usize = 128 * 1024;
 /// Bytes kept from the end of a stream: `HEAD + TAIL` is the contract's 512 KB.
 pub const TAIL: usize = 384 * 1024;
 
+/// How long output is read on after the shell exited and its process group got SIGKILL. The
+/// group's processes are gone within milliseconds of the signal, and what they left in a pipe
+/// (64 KiB on Linux) is read in well under a millisecond; 500 ms leaves room for a loaded
+/// machine. Output still open after that is held by a process outside the group (`setsid`),
+/// which may hold it for good, so reading stops there and the reply says so (`HELD_NOTE`).
+pub const HELD_DRAIN: std::time::Duration = std::time::Duration::from_millis(500);
+/// Said where output stopped being read because a process outside the group still held it.
+pub const HELD_NOTE: &str =
+    "[a process outside the command's group still holds its output; stopped reading]";
+
 /// One stream's head, the ring of its latest bytes, and how many there were in all. Holds at
 /// most `HEAD + TAIL` bytes however much the command writes.
 #[derive(Default)]
@@ -17,6 +27,8 @@ pub struct Captured {
     tail: Vec<u8>,
     start: usize,
     pub total: usize,
+    /// Reading stopped before the end: a process outside the group held the stream open.
+    pub held: bool,
 }
 
 impl Captured {

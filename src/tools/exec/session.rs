@@ -8,8 +8,9 @@
 //! lifeline guardian as a foreground command, so sessions end with the server however it
 //! ends; the server's drain waits for requests, never for sessions.
 //!
-//! At most `LIVE` sessions run at once. A session that has ended stays readable until `LIVE`
-//! newer sessions have started.
+//! At most `LIVE` sessions run at once: a session runs until its shell exits. A session that has
+//! ended stays readable until `LIVE` newer sessions have started; one whose output a process
+//! outside its group (`setsid`) still holds is then no longer followed.
 
 use std::fs::File;
 use std::io::{self, Read, Write};
@@ -24,7 +25,7 @@ use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use nix::sys::signal::{killpg, Signal};
 use nix::unistd::Pid;
 
-use super::output::char_end;
+use super::output::{char_end, HELD_DRAIN, HELD_NOTE};
 use super::spill::{plan, Spill, SPILL_CAP};
 use crate::error::ToolError;
 use crate::tools::Ctx;
@@ -62,8 +63,13 @@ struct State {
     exit: Option<ExitStatus>,
     ended: Option<Instant>,
     timed_out: bool,
-    /// The output was read to its end (every writer gone).
+    /// The output was read to its end (every writer gone), or `stop` ended the reading.
     drained: bool,
+    /// The copier is to stop: the shell exited, but a process outside its group holds the
+    /// output.
+    stop: bool,
+    /// `stop` ended the reading before the output's end.
+    held: bool,
     /// The spill file failed: output after this offset is lost, and replies say so.
     spill_error: Option<(u64, String)>,
 }
@@ -179,8 +185,9 @@ impl Drop for Slot {
 /// `LIVE` newer ones have pushed out.
 pub fn make_room() -> Result<Slot, ToolError> {
     let mut sessions = lock(table());
+    // Counted by their shells: a process that left the group may hold the output for good.
     let running: Vec<u64> =
-        sessions.iter().filter(|s| !lock(&s.state).finished()).map(|s| s.id).collect();
+        sessions.iter().filter(|s| lock(&s.state).exit.is_none()).map(|s| s.id).collect();
     if running.len() + STARTING.load(Ordering::Relaxed) >= LIVE {
         return Err(ToolError::invalid_params(
             "background",
@@ -193,7 +200,7 @@ pub fn make_room() -> Result<Slot, ToolError> {
     }
     // The session about to start is `next`: it is the LIVE-th newer one for `next - LIVE`.
     let next = NEXT_ID.load(Ordering::Relaxed);
-    sessions.retain(|s| s.id + LIVE as u64 > next || !lock(&s.state).finished());
+    sessions.retain(|s| s.id + LIVE as u64 > next || !s.forget());
     STARTING.fetch_add(1, Ordering::Relaxed);
     Ok(Slot(()))
 }
@@ -226,6 +233,8 @@ pub fn start(
             ended: None,
             timed_out: false,
             drained: false,
+            stop: false,
+            held: false,
             spill_error: None,
         }),
         changed: Condvar::new(),
@@ -260,13 +269,36 @@ impl Session {
         lock(&self.state)
     }
 
-    /// Copies the output into the spill file until every writer is gone.
+    /// Whether the table may drop this session, pushed out by `LIVE` newer ones: its shell has
+    /// exited. A process outside its group may still hold its output: it is no longer followed,
+    /// so that such sessions cost no thread once dropped.
+    fn forget(&self) -> bool {
+        let mut state = self.state();
+        if state.exit.is_none() {
+            return false;
+        }
+        if !state.drained {
+            state.stop = true;
+        }
+        true
+    }
+
+    /// Copies the output into the spill file until every writer is gone, or until `stop`
+    /// (looked at every `TICK`).
     fn copy_output(&self, mut output: File) {
         let mut buf = vec![0u8; 64 * 1024];
         loop {
+            if self.state().stop {
+                self.state().held = true;
+                break;
+            }
             // The terminal's controller is non-blocking (its input side shares the flag).
             let mut fds = [PollFd::new(output.as_fd(), PollFlags::POLLIN)];
-            let _ = poll(&mut fds, PollTimeout::NONE);
+            match poll(&mut fds, PollTimeout::from(TICK.as_millis() as u16)) {
+                Ok(0) | Err(nix::errno::Errno::EINTR) => continue,
+                Ok(_) => {}
+                Err(_) => break,
+            }
             match output.read(&mut buf) {
                 Ok(0) => break,
                 Ok(n) => {
@@ -378,10 +410,27 @@ impl Session {
     }
 
     /// SIGKILL to the session's process group; waits (a few milliseconds) until it is gone.
+    /// Output a process outside the group still holds `HELD_DRAIN` after the shell exited is
+    /// no longer followed, and the reply says so.
     pub fn kill(&self, ctx: &Ctx) -> Result<(), ToolError> {
-        self.check_open("kill")?;
-        let _ = killpg(self.pgid, Signal::SIGKILL);
-        self.wait(ctx, u64::MAX, Some(Duration::from_secs(5)));
+        let state = self.state();
+        if let (true, Some(status)) = (state.finished(), state.exit) {
+            return Err(self.ended("kill", status));
+        }
+        let running = state.exit.is_none();
+        drop(state);
+        if running {
+            let _ = killpg(self.pgid, Signal::SIGKILL);
+        }
+        self.wait_until(ctx, Duration::from_secs(5), |s| s.exit.is_some());
+        self.wait_until(ctx, HELD_DRAIN, State::finished);
+        let mut state = self.state();
+        if state.exit.is_some() && !state.drained {
+            state.stop = true;
+            drop(state);
+            // The copier sees `stop` within a `TICK`.
+            self.wait_until(ctx, Duration::from_secs(1), |s| s.drained);
+        }
         Ok(())
     }
 
@@ -389,24 +438,34 @@ impl Session {
     fn check_open(&self, field: &str) -> Result<(), ToolError> {
         let state = self.state();
         let Some(status) = state.exit else { return Ok(()) };
-        Err(ToolError::invalid_params(
+        Err(self.ended(field, status))
+    }
+
+    fn ended(&self, field: &str, status: ExitStatus) -> ToolError {
+        ToolError::invalid_params(
             field,
             format!(
                 "session {} has ended ([exit code: {}]); its output stays readable: call command_session with only session",
                 self.id,
                 exit_code(status)
             ),
-        ))
+        )
     }
 
     /// Waits until output past `offset` arrives or the session ends, for at most `limit`, or
     /// until the call is cancelled.
     pub fn wait(&self, ctx: &Ctx, offset: u64, limit: Option<Duration>) {
         let Some(limit) = limit else { return };
+        self.wait_until(ctx, limit, |s| s.finished() || s.spill.written() > offset);
+    }
+
+    /// Waits until `done` holds of the state, for at most `limit`, or until the call is
+    /// cancelled.
+    fn wait_until(&self, ctx: &Ctx, limit: Duration, done: impl Fn(&State) -> bool) {
         let until = Instant::now() + limit;
         let mut state = self.state();
         loop {
-            if state.finished() || state.spill.written() > offset || ctx.cancel.is_cancelled() {
+            if done(&state) || ctx.cancel.is_cancelled() {
                 return;
             }
             let now = Instant::now();
@@ -460,6 +519,7 @@ impl Session {
             more: written - next,
             exit: if finished { state.exit } else { None },
             timed_out: state.timed_out,
+            held: finished && state.held,
             spill_error: state.spill_error.clone(),
         })
     }
@@ -519,6 +579,8 @@ pub struct Reading {
     /// The status, once the session ended and all its output was read into the spill.
     pub exit: Option<ExitStatus>,
     pub timed_out: bool,
+    /// Reading stopped while a process outside the group held the output.
+    pub held: bool,
     pub spill_error: Option<(u64, String)>,
 }
 
@@ -542,6 +604,10 @@ impl Reading {
             text.push_str(&format!(
                 "[output after offset {at} lost: the spill file failed: {e}]\n"
             ));
+        }
+        if self.held {
+            text.push_str(HELD_NOTE);
+            text.push('\n');
         }
         match self.exit {
             None => text.push_str("[running]\n"),
