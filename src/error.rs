@@ -1,4 +1,8 @@
 //! `ToolError`: every way a tool call fails, with the contract's error codes in one `match`.
+//!
+//! `EditNotApplied` carries the edit engine's message as text, not its `EditError`: that type
+//! holds `Near`, whose making and wording live with the matcher in `tools::edit`, which this
+//! layer may not import, and no caller reads an edit failure as more than its code and message.
 
 use std::fmt;
 use std::io;

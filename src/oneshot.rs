@@ -15,7 +15,7 @@ use crate::protocol::jsonrpc::RpcError;
 use crate::protocol::revision::LATEST_LEGACY;
 use crate::reply_size::MAX_REPLY_BYTES;
 use crate::schema;
-use crate::tools::Settings;
+use crate::tools::{Content, Settings};
 use crate::write_order::WriteTurn;
 
 /// What a one-shot command prints, and its exit status.
@@ -85,28 +85,25 @@ fn json_line(reply: ToolReply) -> String {
 
 /// Each content item on its own, ending in a newline: text as it is, binary as a note (the data
 /// is base64 in `--json`'s output).
-fn text_of(content: &[Value]) -> String {
+fn text_of(content: &[Content]) -> String {
     let mut out = String::new();
     for item in content {
-        match item["type"].as_str() {
-            Some("text") => out.push_str(item["text"].as_str().unwrap_or_default()),
-            Some(kind) => {
-                let (mime, data) = match kind {
-                    "resource" => (&item["resource"]["mimeType"], &item["resource"]["blob"]),
-                    _ => (&item["mimeType"], &item["data"]),
-                };
-                let base64_len = data.as_str().map_or(0, str::len);
-                out.push_str(&format!(
-                    "[{kind} {}, {} bytes: --json gives its data as base64]",
-                    mime.as_str().unwrap_or("application/octet-stream"),
-                    (base64_len / 4 * 3).saturating_sub(padding(data.as_str().unwrap_or_default()))
-                ));
+        let (kind, mime_type, data) = match item {
+            Content::Text(text) => {
+                out.push_str(text);
+                if !out.ends_with('\n') {
+                    out.push('\n');
+                }
+                continue;
             }
-            None => {}
-        }
-        if !out.ends_with('\n') {
-            out.push('\n');
-        }
+            Content::Image { data, mime_type } => ("image", mime_type, data),
+            Content::Audio { data, mime_type } => ("audio", mime_type, data),
+            Content::Blob { data, mime_type, .. } => ("resource", mime_type, data),
+        };
+        let bytes = (data.len() / 4 * 3).saturating_sub(padding(data));
+        out.push_str(&format!(
+            "[{kind} {mime_type}, {bytes} bytes: --json gives its data as base64]\n"
+        ));
     }
     out
 }

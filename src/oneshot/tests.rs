@@ -36,29 +36,32 @@ fn every_tool_has_a_one_line_summary() {
 }
 
 #[track_caller]
-fn check_text(result: serde_json::Value, expect: &str) {
-    let content = result["content"].as_array().cloned().unwrap_or_default();
+fn check_text(content: Vec<Content>, expect: &str) {
     assert_eq!(text_of(&content), expect);
+}
+
+fn text(text: &str) -> Content {
+    Content::Text(text.to_string())
 }
 
 #[test]
 fn result_texts() {
-    check_text(json!({"content": [{"type": "text", "text": "a"}]}), "a\n");
-    check_text(json!({"content": [{"type": "text", "text": "a\n"}]}), "a\n");
+    check_text(vec![text("a")], "a\n");
+    check_text(vec![text("a\n")], "a\n");
+    check_text(vec![text("out"), text("[stderr]\nerr")], "out\n[stderr]\nerr\n");
     check_text(
-        json!({"content": [{"type": "text", "text": "out"}, {"type": "text", "text": "[stderr]\nerr"}]}),
-        "out\n[stderr]\nerr\n",
-    );
-    check_text(
-        json!({"content": [{"type": "image", "data": "aGk=", "mimeType": "image/png"}]}),
+        vec![Content::Image { data: "aGk=".to_string(), mime_type: "image/png" }],
         "[image image/png, 2 bytes: --json gives its data as base64]\n",
     );
     check_text(
-        json!({"content": [{"type": "resource", "resource": {"uri": "file:///x", "mimeType": "application/zip", "blob": "AAAA"}}]}),
+        vec![Content::Blob {
+            uri: "file:///x".to_string(),
+            data: "AAAA".to_string(),
+            mime_type: "application/zip",
+        }],
         "[resource application/zip, 3 bytes: --json gives its data as base64]\n",
     );
-    check_text(json!({"content": []}), "");
-    check_text(json!({}), "");
+    check_text(vec![], "");
 }
 
 #[test]

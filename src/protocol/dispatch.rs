@@ -17,11 +17,11 @@ use crate::tools::table::Tool;
 use crate::tools::{self, Content, Ctx, Output, Settings, Structured};
 use crate::write_order::WriteTurn;
 
-/// A `tools/call` result: its content rendered as MCP content items, and its structured data
-/// in the form the tool made it. Written by `write_result`, never parsed back.
+/// A `tools/call` result: its content and its structured data in the form the tool made them.
+/// Rendered as MCP content items by `write_result`, as text by `replay call`; never parsed back.
 #[derive(Debug)]
 pub struct ToolReply {
-    pub content: Vec<Value>,
+    pub content: Vec<Content>,
     pub is_error: bool,
     pub structured: Option<Structured>,
 }
@@ -79,7 +79,7 @@ pub fn run(
             return Err(rpc_error(&ToolError::Panicked { detail }));
         }
     };
-    Ok(render(output))
+    Ok(reply(output))
 }
 
 fn unknown_tool(name: &str) -> ToolError {
@@ -139,7 +139,7 @@ pub fn rpc_error(error: &ToolError) -> RpcError {
 /// read. Its structured content goes out only where the revision has structured output.
 pub fn error_result(error: &RpcError) -> ToolReply {
     ToolReply {
-        content: vec![json!({"type": "text", "text": error::as_text(error.code, &error.message)})],
+        content: vec![Content::Text(error::as_text(error.code, &error.message))],
         is_error: true,
         structured: Some(Structured::Value(
             json!({"error": {"code": error.code, "message": error.message}}),
@@ -147,9 +147,8 @@ pub fn error_result(error: &RpcError) -> ToolReply {
     }
 }
 
-fn render(output: Output) -> ToolReply {
-    let content = output.content.into_iter().map(render_content).collect();
-    ToolReply { content, is_error: output.is_error, structured: output.structured }
+fn reply(output: Output) -> ToolReply {
+    ToolReply { content: output.content, is_error: output.is_error, structured: output.structured }
 }
 
 /// An MCP content item. Built member by member, moving the tool's strings in: `json!` would
@@ -191,8 +190,11 @@ pub fn write_result(
     out: &mut Vec<u8>,
     limit: usize,
 ) -> Result<(), usize> {
-    let content: Vec<Value> =
-        reply.content.into_iter().map(|item| revision::tool_content(item, revision)).collect();
+    let content: Vec<Value> = reply
+        .content
+        .into_iter()
+        .map(|item| revision::tool_content(render_content(item), revision))
+        .collect();
     let structured = reply.structured.filter(|_| revision.has_structured_output());
     let modern = revision.is_modern().then(|| revision::modern_result(json!({})).to_string());
     let (is_error, structured_ref, modern_ref) =

@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
+use crate::memory;
 use crate::policy::Policy;
 use crate::protocol::calls::{Calls, Job};
 use crate::protocol::held::Held;
@@ -20,7 +21,7 @@ use crate::protocol::revision::{self, Revision};
 use crate::protocol::schedule::DRAIN_LIMIT;
 use crate::protocol::scope::Scopes;
 use crate::protocol::tools_list::ToolsLists;
-use crate::protocol::transport::{self, Line, Outbox};
+use crate::protocol::transport::{self, Line, Outbox, Quiet};
 use crate::protocol::{lock, roots, ToolErrors};
 use crate::sandbox::Sandbox;
 use crate::tools::Settings;
@@ -63,11 +64,15 @@ struct Client {
 pub fn serve(policy: Policy, settings: Arc<Settings>, options: Options) {
     let hook: Arc<OnceLock<std::sync::Weak<Session>>> = Arc::default();
     let gone = Arc::clone(&hook);
-    let (outbox, writer) = transport::spawn_writer(move || {
+    // Freed memory goes back to the kernel once replies stop: kept while calls come, so the
+    // next large reply reuses it (see `memory`).
+    let quiet = Quiet { after: memory::QUIET, then: Box::new(memory::give_back) };
+    let on_gone = move || {
         if let Some(session) = gone.get().and_then(std::sync::Weak::upgrade) {
             session.client_gone();
         }
-    });
+    };
+    let (outbox, writer) = transport::spawn_writer(on_gone, quiet);
     let scopes =
         Arc::new(Scopes::new(policy, settings, options.deferred_sandbox, options.read_only));
     let held = Arc::new(Held::new(outbox.clone(), std::thread::current().id()));

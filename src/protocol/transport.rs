@@ -19,10 +19,9 @@ use std::os::fd::{AsFd, FromRawFd};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::thread::JoinHandle;
+use std::time::Duration;
 
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
-
-use crate::memory;
 
 /// A line from stdin, without its newline, or the sign that it was cut off at the cap.
 pub enum Line {
@@ -127,6 +126,15 @@ struct Shared {
     gone: AtomicBool,
     /// Something was written since the writer thread last looked (`write_queued`).
     wrote: AtomicBool,
+    /// What to do when the writer has been idle after writing (`write_queued`).
+    quiet: Quiet,
+}
+
+/// What the writer thread does once it has had nothing to write for `after`, following some
+/// writing: `then` runs once per such quiet spell, on the writer thread, with no lock held.
+pub struct Quiet {
+    pub after: Duration,
+    pub then: Box<dyn Fn() + Send + Sync>,
 }
 
 #[derive(Default)]
@@ -279,8 +287,11 @@ impl Shared {
 /// Starts the writer thread; it ends at `Outbox::close` (having written what was queued) or
 /// when stdout fails. `on_gone` runs once when stdout fails (the client closed it): a client
 /// that closes stdout but not stdin must not leave the server running on, its replies going
-/// nowhere.
-pub fn spawn_writer(on_gone: impl Fn() + Send + Sync + 'static) -> (Outbox, JoinHandle<()>) {
+/// nowhere. `quiet` says what runs when the server has gone quiet after writing.
+pub fn spawn_writer(
+    on_gone: impl Fn() + Send + Sync + 'static,
+    quiet: Quiet,
+) -> (Outbox, JoinHandle<()>) {
     widen_stdout();
     let shared = Arc::new(Shared {
         stdout: Mutex::new(stdout()),
@@ -290,6 +301,7 @@ pub fn spawn_writer(on_gone: impl Fn() + Send + Sync + 'static) -> (Outbox, Join
         on_gone: Box::new(on_gone),
         gone: AtomicBool::new(false),
         wrote: AtomicBool::new(false),
+        quiet,
     });
     let writer_shared = Arc::clone(&shared);
     let handle = std::thread::Builder::new()
@@ -333,11 +345,11 @@ fn stdout() -> ManuallyDrop<File> {
 }
 
 /// Writes queued lines, gathering what is queued into writes of about `GATHER` bytes. Waiting
-/// for lines, it looks every `memory::QUIET` whether anything was written meanwhile (here or
-/// directly by another thread); after a quiet spell that followed some writing, it gives freed
-/// memory back to the kernel (`memory::give_back`), once.
+/// for lines, it looks every `Quiet::after` whether anything was written meanwhile (here or
+/// directly by another thread); after a quiet spell that followed some writing, it runs
+/// `Quiet::then`, once.
 fn write_queued(shared: &Arc<Shared>) {
-    // Written since memory was last given back.
+    // Written since `Quiet::then` last ran.
     let mut dirty = false;
     loop {
         let items = {
@@ -345,7 +357,7 @@ fn write_queued(shared: &Arc<Shared>) {
             while queue.items.is_empty() && !queue.closed {
                 let (next, waited) = shared
                     .ready
-                    .wait_timeout(queue, memory::QUIET)
+                    .wait_timeout(queue, shared.quiet.after)
                     .unwrap_or_else(|e| e.into_inner());
                 queue = next;
                 if !waited.timed_out() || !queue.items.is_empty() {
@@ -357,7 +369,7 @@ fn write_queued(shared: &Arc<Shared>) {
                     dirty = false;
                     // Not under the queue's lock: senders go on meanwhile.
                     drop(queue);
-                    memory::give_back();
+                    (shared.quiet.then)();
                     queue = lock(&shared.queue);
                 }
             }

@@ -14,7 +14,7 @@ use crate::error::ToolError;
 use crate::fs::atomic::TEMP_PREFIX;
 use crate::policy::confined::{self, Kind};
 use crate::policy::ResolvedPath;
-use crate::reply_size::{escaped_len, push_json_string, Budget, REPLY_NAME};
+use crate::reply_size::{escaped_len, Budget, JsonObject, REPLY_NAME};
 use crate::tools::time::iso8601_utc;
 use crate::tools::{Ctx, Output, Structured};
 
@@ -99,11 +99,11 @@ pub fn list_directory(ctx: &Ctx, args: ListArgs) -> Result<Output, ToolError> {
     let listing = read_listing(&resolved, args.sort_by, show_sizes || show_times)?;
     let path = resolved.shown.display().to_string();
     if listing.len() == 0 && listing.left_out.count == 0 {
-        let mut data = b"{\"entries\":[],\"path\":".to_vec();
-        push_json_string(&mut data, &path);
-        data.push(b'}');
+        let mut data = JsonObject::default();
+        data.field("entries").raw("[]");
+        data.field("path").string(&path);
         return Ok(Output {
-            structured: Some(Structured::Json(String::from_utf8_lossy(&data).into_owned())),
+            structured: Some(Structured::Json(data.finish())),
             ..Output::text("(empty directory)")
         });
     }
@@ -117,19 +117,14 @@ pub fn list_directory(ctx: &Ctx, args: ListArgs) -> Result<Output, ToolError> {
     let (names, escaped) = listing.shown_bytes();
     let details = if show_sizes || show_times { 64 * fit } else { 0 };
     let mut text = String::with_capacity(names + 9 * fit + details + 256);
-    let mut data: Vec<u8> =
-        Vec::with_capacity(escaped + 48 * fit + 2 * details + escaped_len(&path) + 64);
-    data.extend_from_slice(b"{\"entries\":[");
+    let mut data =
+        JsonObject::with_capacity(escaped + 48 * fit + 2 * details + escaped_len(&path) + 64);
     let shown = Shown { sizes: show_sizes, times: show_times };
-    for (i, held) in listing.entries().enumerate() {
-        if i > 0 {
-            data.push(b',');
-        }
-        write_entry(&mut text, &mut data, &held.key, &listing.name(held), shown);
-    }
-    data.extend_from_slice(b"],\"path\":");
-    push_json_string(&mut data, &path);
-    data.push(b'}');
+    data.field("entries");
+    data.array(listing.entries(), |data, held| {
+        write_entry(&mut text, data, &held.key, &listing.name(held), shown);
+    });
+    data.field("path").string(&path);
     if listing.left_out.count > 0 {
         text.push_str(&format!(
             "[{} more entries not shown: the reply reached its {REPLY_NAME} bound; find what \
@@ -142,9 +137,8 @@ pub fn list_directory(ctx: &Ctx, args: ListArgs) -> Result<Output, ToolError> {
     } else {
         text.pop();
     }
-    // Only UTF-8 went in: names lossily converted, escaped by `push_json_string`.
-    let data = String::from_utf8(data).unwrap_or_default();
-    Ok(Output { structured: Some(Structured::Json(data)), ..Output::text(text) })
+    // Names are lossily converted: only UTF-8 went in.
+    Ok(Output { structured: Some(Structured::Json(data.finish())), ..Output::text(text) })
 }
 
 /// What a listing's text shows of each entry besides its name.
@@ -156,7 +150,7 @@ struct Shown {
 
 /// One entry of a listing: its line of the text, and its object of the structured content
 /// (what `Listing` costs it at, at most).
-fn write_entry(text: &mut String, data: &mut Vec<u8>, entry: &Listed, name: &str, shown: Shown) {
+fn write_entry(text: &mut String, data: &mut JsonObject, entry: &Listed, name: &str, shown: Shown) {
     let (tag, kind) = match entry.kind {
         Kind::File | Kind::Other => ("[FILE] ", "file"),
         Kind::Dir => ("[DIR]  ", "directory"),
@@ -173,20 +167,15 @@ fn write_entry(text: &mut String, data: &mut Vec<u8>, entry: &Listed, name: &str
     }
     text.push('\n');
     // Keys in serde_json's order (sorted), as the listing's `Value`s were written.
-    data.push(b'{');
+    data.raw("{");
     if let Some(modified) = entry.modified() {
-        data.extend_from_slice(b"\"modified\":");
-        push_json_string(data, &iso8601_utc(modified));
-        data.push(b',');
+        data.raw("\"modified\":").string(&iso8601_utc(modified)).raw(",");
     }
-    data.extend_from_slice(b"\"name\":");
-    push_json_string(data, name);
+    data.raw("\"name\":").string(name);
     if let Some(size) = entry.size() {
-        data.extend_from_slice(format!(",\"size\":{size}").as_bytes());
+        data.raw(&format!(",\"size\":{size}"));
     }
-    data.extend_from_slice(b",\"type\":\"");
-    data.extend_from_slice(kind.as_bytes());
-    data.extend_from_slice(b"\"}");
+    data.raw(",\"type\":\"").raw(kind).raw("\"}");
 }
 
 /// The summary under a listing with sizes, after the official server's

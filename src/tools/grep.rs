@@ -21,7 +21,7 @@ use crate::js_regex::JsRegex;
 use crate::policy::confined::Kind;
 use crate::policy::ResolvedPath;
 use crate::progress::Tally;
-use crate::reply_size::{escaped_text_len, push_json_string, Budget, REPLY_NAME};
+use crate::reply_size::{escaped_text_len, Budget, JsonObject, REPLY_NAME};
 use crate::tools::find::NO_MATCHES;
 use crate::tools::{resolve_dir, Ctx, Output, Structured};
 use crate::walk::glob::{self, Exclude};
@@ -135,9 +135,7 @@ pub fn grep_files(ctx: &Ctx, args: GrepArgs) -> Result<Output, ToolError> {
             "\n[{gave_up} file(s) searched only partly: the regex needed too much backtracking there; simplify it (avoid nested quantifiers such as `(a+)+`)]"
         ));
     }
-    // Written as JSON text, not built as values: 10,000 matches as `Value` objects cost
-    // megabytes of peak memory and their drop, for data that is only ever serialized.
-    let mut data = JsonObject::new();
+    let mut data = JsonObject::default();
     match mode {
         OutputMode::Content => content_data(&mut data, &found, with_context),
         _ => per_file_data(&mut data, &found, mode),

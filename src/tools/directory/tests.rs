@@ -3,6 +3,7 @@
 use super::listing::Listing;
 use super::{format_size, write_entry, Shown, SortBy};
 use crate::policy::confined::Kind;
+use crate::reply_size::JsonObject;
 
 #[track_caller]
 fn check(bytes: u64, expect: &str) {
@@ -50,10 +51,11 @@ fn an_entry_takes_no_more_than_its_cost() {
     for shown in [(false, false), (true, false), (false, true), (true, true)] {
         let shown = Shown { sizes: shown.0, times: shown.1 };
         for held in listing.entries() {
-            let (mut text, mut data) = (String::new(), Vec::new());
+            let (mut text, mut data) = (String::new(), JsonObject::default());
             write_entry(&mut text, &mut data, &held.key, &listing.name(held), shown);
-            // Its comma in the structured list.
-            let took = text.len() + data.len() + 1;
+            // The entry without the braces of the object written around it, and its comma in
+            // the structured list.
+            let took = text.len() + (data.finish().len() - 2) + 1;
             assert!(took <= listing.cost(held), "{took} > {}: {text:?}", listing.cost(held));
         }
     }

@@ -72,59 +72,6 @@ pub(super) fn render(found: &Findings, cap: usize, with_context: bool, skipped: 
     out
 }
 
-/// A JSON object written field by field.
-pub(super) struct JsonObject {
-    out: Vec<u8>,
-}
-
-impl JsonObject {
-    pub(super) fn new() -> JsonObject {
-        JsonObject { out: b"{".to_vec() }
-    }
-
-    /// Starts the next field; its value follows.
-    pub(super) fn field(&mut self, name: &str) -> &mut Self {
-        if self.out.len() > 1 {
-            self.out.push(b',');
-        }
-        self.string(name);
-        self.out.push(b':');
-        self
-    }
-
-    pub(super) fn string(&mut self, s: &str) -> &mut Self {
-        push_json_string(&mut self.out, s);
-        self
-    }
-
-    pub(super) fn raw(&mut self, json: &str) -> &mut Self {
-        self.out.extend_from_slice(json.as_bytes());
-        self
-    }
-
-    /// `[item, item, …]`, each written by `write`.
-    pub(super) fn array<T>(
-        &mut self,
-        items: impl IntoIterator<Item = T>,
-        mut write: impl FnMut(&mut Self, T),
-    ) {
-        self.out.push(b'[');
-        for (i, item) in items.into_iter().enumerate() {
-            if i > 0 {
-                self.out.push(b',');
-            }
-            write(self, item);
-        }
-        self.out.push(b']');
-    }
-
-    pub(super) fn finish(mut self) -> String {
-        self.out.push(b'}');
-        // Only serde_json's UTF-8 and ASCII punctuation went in.
-        String::from_utf8(self.out).unwrap_or_default()
-    }
-}
-
 /// `{"path": …, "line": …, "text": …}`.
 pub(super) fn write_line(data: &mut JsonObject, path: &str, number: usize, text: &str) {
     data.raw("{\"path\":").string(path);

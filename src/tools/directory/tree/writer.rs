@@ -2,7 +2,7 @@
 //! the entries, and how each directory is marked when some of its entries are not shown.
 
 use crate::policy::confined::Kind;
-use crate::reply_size::push_json_string;
+use crate::reply_size::JsonObject;
 use crate::tools::{Output, Structured};
 use crate::walk::levels;
 
@@ -54,12 +54,12 @@ impl Marks {
 /// The end of a directory node none of whose entries are shown: the depth limit kept it from
 /// being read, or maxEntries left them all out. Every directory node has `children` (clients
 /// such as replay v2.1's own tests expect it), and `truncated` tells this one from an empty one.
-const CUT_OFF: &[u8] = b",\"children\":[],\"truncated\":true}";
+const CUT_OFF: &str = ",\"children\":[],\"truncated\":true}";
 
 /// Writes the tree in one pass over the entries, depth-first: always the JSON (the text of
 /// the json format, and the structured content of both), and the indented text when asked for.
 pub(super) struct TreeWriter {
-    json: Vec<u8>,
+    json: JsonObject,
     text: Option<String>,
     depth: Option<usize>,
     /// Per directory whose children array is open (the root first): whether a child has been
@@ -79,19 +79,17 @@ impl TreeWriter {
         let indent: usize = levels.nodes.iter().map(|node| 2 * node.depth()).sum();
         let text_len = 4096 + names + indent + 6 * n;
         let mut writer = TreeWriter {
-            json: Vec::with_capacity(json + json / 32),
+            json: JsonObject::with_capacity(json + json / 32),
             text: text.then(|| String::with_capacity(text_len + text_len / 32)),
             depth,
             open: Vec::new(),
         };
-        writer.json.extend_from_slice(TREE_OPEN);
+        writer.json.field("tree");
         writer
     }
 
     pub(super) fn root(&mut self, name: &str, mark: Mark) {
-        self.json.extend_from_slice(b"{\"name\":");
-        push_json_string(&mut self.json, name);
-        self.json.extend_from_slice(b",\"type\":\"directory\"");
+        self.json.raw("{\"name\":").string(name).raw(",\"type\":\"directory\"");
         let unlisted = self.depth == Some(0);
         if let Some(text) = &mut self.text {
             push_text_name(text, name);
@@ -101,9 +99,9 @@ impl TreeWriter {
             }
         }
         if unlisted || mark.none_shown {
-            self.json.extend_from_slice(CUT_OFF);
+            self.json.raw(CUT_OFF);
         } else {
-            self.json.extend_from_slice(b",\"children\":[");
+            self.json.raw(",\"children\":[");
             self.open.push((false, mark.incomplete));
         }
     }
@@ -114,25 +112,28 @@ impl TreeWriter {
         }
         if let Some((has_child, _)) = self.open.last_mut() {
             if *has_child {
-                self.json.push(b',');
+                self.json.raw(",");
             }
             *has_child = true;
         }
-        self.json.extend_from_slice(b"{\"name\":");
-        push_json_string(&mut self.json, name);
+        self.json.raw("{\"name\":").string(name);
         let at_limit = self.depth == Some(depth);
         let json = &mut self.json;
         match kind {
             Kind::Dir if at_limit || mark.none_shown => {
-                json.extend_from_slice(b",\"type\":\"directory\"");
-                json.extend_from_slice(CUT_OFF);
+                json.raw(",\"type\":\"directory\"");
+                json.raw(CUT_OFF);
             }
             Kind::Dir => {
-                json.extend_from_slice(b",\"type\":\"directory\",\"children\":[");
+                json.raw(",\"type\":\"directory\",\"children\":[");
                 self.open.push((false, mark.incomplete));
             }
-            Kind::File | Kind::Other => json.extend_from_slice(b",\"type\":\"file\"}"),
-            Kind::Symlink => json.extend_from_slice(b",\"type\":\"symlink\"}"),
+            Kind::File | Kind::Other => {
+                json.raw(",\"type\":\"file\"}");
+            }
+            Kind::Symlink => {
+                json.raw(",\"type\":\"symlink\"}");
+            }
         }
         if let Some(text) = &mut self.text {
             text.push('\n');
@@ -151,21 +152,20 @@ impl TreeWriter {
 
     fn close(&mut self) {
         if let Some((_, incomplete)) = self.open.pop() {
-            self.json.push(b']');
+            self.json.raw("]");
             if incomplete {
-                self.json.extend_from_slice(b",\"truncated\":true");
+                self.json.raw(",\"truncated\":true");
             }
-            self.json.push(b'}');
+            self.json.raw("}");
         }
     }
 
     /// `{"tree":…}` and the text tree, if asked for.
-    pub(super) fn finish(mut self) -> (Vec<u8>, Option<String>) {
+    pub(super) fn finish(mut self) -> (String, Option<String>) {
         while !self.open.is_empty() {
             self.close();
         }
-        self.json.push(b'}');
-        (self.json, self.text)
+        (self.json.finish(), self.text)
     }
 }
 
@@ -186,15 +186,12 @@ fn push_text_name(text: &mut String, name: &str) {
 }
 
 /// What the structured content's JSON starts with; the tree's own JSON follows, then `}`.
-const TREE_OPEN: &[u8] = b"{\"tree\":";
+const TREE_OPEN: &str = "{\"tree\":";
 
 /// The tree's JSON (or, for the text format, the indented tree) as the text, and
 /// `{"tree": <the JSON>}` as the structured content, spliced into the reply unparsed: parsing
 /// a 45,000-node tree back into values and writing it again doubled the call's time.
-pub(super) fn tree_output(structured: Vec<u8>, text: Option<String>) -> Output {
-    // Names are lossily converted and JSON-escaped: the bytes are UTF-8.
-    let structured = String::from_utf8(structured)
-        .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
+pub(super) fn tree_output(structured: String, text: Option<String>) -> Output {
     let text = text.unwrap_or_else(|| structured[TREE_OPEN.len()..structured.len() - 1].to_owned());
     Output { structured: Some(Structured::Json(structured)), ..Output::text(text) }
 }
