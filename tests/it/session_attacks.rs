@@ -194,7 +194,10 @@ fn a_setsid_child_holding_stdout_does_not_hold_a_foreground_reply() {
 }
 
 /// `replay install cursor --config PATH root` with HOME in the test's directory: its exit
-/// status (`None` when it ran past 15 s and was killed) and its peak resident memory in KiB.
+/// status (`None` when it ran past 15 s and was killed) and its peak resident memory in KiB, as
+/// its own `VmHWM` shows while it runs. Not `wait4`'s `ru_maxrss`: a child's counts the test
+/// process's memory at the spawn (a few hundred MB with the suite running beside it). A call
+/// refused at once may end between two looks, with a peak of 0: it read nothing.
 fn install_into(env: &TestEnv, config: &Path) -> (Option<i32>, i64) {
     let mut cmd = replay_command();
     cmd.args(["install", "cursor", "--config", &path_str(config), &path_str(&env.root())])
@@ -202,30 +205,25 @@ fn install_into(env: &TestEnv, config: &Path) -> (Option<i32>, i64) {
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null());
-    #[expect(
-        clippy::zombie_processes,
-        reason = "reaped by wait4, which also gives its peak memory"
-    )]
-    let child = cmd.spawn().expect("spawn replay install");
-    let pid = child.id() as libc::pid_t;
+    let mut child = cmd.spawn().expect("spawn replay install");
+    let status_file = format!("/proc/{}/status", child.id());
     let until = Instant::now() + Duration::from_secs(15);
+    let mut peak_kib = 0;
     loop {
-        let mut status = 0;
-        // SAFETY: an all-zero rusage is a valid value for wait4 to fill.
-        let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-        // SAFETY: waits for (and reaps) our own child, writing into the two locals.
-        let reaped = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, &mut usage) };
-        if reaped == pid {
-            let code = libc::WIFEXITED(status).then(|| libc::WEXITSTATUS(status));
-            return (code.or(Some(-1)), usage.ru_maxrss);
+        if let Ok(status) = std::fs::read_to_string(&status_file) {
+            let hwm = status.lines().find_map(|line| line.strip_prefix("VmHWM:"));
+            let kib = hwm.and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok());
+            peak_kib = peak_kib.max(kib.unwrap_or(0));
+        }
+        if let Some(status) = child.try_wait().expect("wait for replay install") {
+            return (Some(status.code().unwrap_or(-1)), peak_kib);
         }
         if Instant::now() >= until {
-            let _ = kill(Pid::from_raw(pid), nix::sys::signal::SIGKILL);
-            // SAFETY: reaps the child just killed.
-            unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
-            return (None, usage.ru_maxrss);
+            let _ = child.kill();
+            let _ = child.wait();
+            return (None, peak_kib);
         }
-        std::thread::sleep(Duration::from_millis(20));
+        std::thread::sleep(Duration::from_millis(2));
     }
 }
 
