@@ -26,7 +26,7 @@ import glob, json, sys
 root, manifest = sys.argv[1], json.load(open(sys.argv[2]))
 want = sorted((s["name"], s["description"]) for s in map(lambda p: json.load(open(p)), glob.glob(f"{root}/schemas/*.json")))
 got = sorted((t["name"], t["description"]) for t in manifest["tools"])
-sys.exit(0 if got == want and len(got) == 17 else f"manifest tools {got} != schemas {want}")
+sys.exit(0 if got == want and len(got) > 0 else f"manifest tools {got} != schemas {want}")
 PY
 
 # As Claude Desktop starts it: the manifest's args with both lists expanded (one directory each).
