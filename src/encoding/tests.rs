@@ -196,3 +196,32 @@ fn unrepresentable() {
     check(legacy("gbk", CHINESE), &format!("€{CHINESE}"), "written");
     check(utf16("x\n", true), "😀\n", "written");
 }
+
+/// The hook apply_patch calls: the edit in the original's encoding, duplicate codes outside it
+/// kept; bytes that are not text take the new text as UTF-8.
+#[test]
+fn encode_like_keeps_the_original() {
+    let bytes = legacy("shift_jis", JAPANESE);
+    let edited = JAPANESE.replacen("日本", "東京", 1);
+    assert_eq!(encode_like(&bytes, &edited).unwrap(), legacy("shift_jis", &edited));
+    let wide = utf16("a\r\nb\r\n", false);
+    assert_eq!(encode_like(&wide, "a\r\nc\r\n").unwrap(), utf16("a\r\nc\r\n", false));
+    assert_eq!(encode_like(b"\x00\x01", "text").unwrap(), b"text");
+    assert!(encode_like(&bytes, "😀").is_err());
+}
+
+#[test]
+fn write_labels() {
+    let check = |label: &str, expect: Option<(&str, bool)>| {
+        let got = for_label(label).map(|(e, bom)| (e.name(), bom));
+        assert_eq!(got, expect, "{label}");
+    };
+    check("Shift_JIS", Some(("Shift_JIS", false)));
+    check(" latin1 ", Some(("windows-1252", false)));
+    check("utf-16", Some(("UTF-16LE", true)));
+    check("UTF-16BE", Some(("UTF-16BE", true)));
+    check("utf8", Some(("UTF-8", false)));
+    check("replacement", None);
+    check("iso-2022-kr", None);
+    check("klingon", None);
+}
