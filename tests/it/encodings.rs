@@ -262,3 +262,26 @@ fn binary_stays_binary() {
         server.call_err("edit_file", args, -32603);
     }
 }
+
+/// edit_files keeps each file's own encoding, and its dry run shows the decoded text.
+#[test]
+fn edit_files_keeps_each_encoding() {
+    let env = TestEnv::new(&["root"], &[]);
+    let pairs = [(&SAMPLES[1], "root/a.txt"), (&SAMPLES[4], "root/b.txt")];
+    for (sample, rel) in pairs {
+        env.write(rel, encode(sample, &sample.text.replace('\n', "\r\n")));
+    }
+    let mut server = Server::start(&env);
+    let edits = json!([{"oldText": "\nEnd.", "newText": "\nEnd\nreally."}, {"oldText": "以上", "newText": "終わり"}]);
+    let dry = json!({"paths": [env.p("root/b.txt")], "edits": [edits[1]], "dryRun": true});
+    let diff = texts(&server.call("edit_files", dry)).join("");
+    assert!(diff.contains("-以上です。\r\n+終わりです。\r\n"), "{diff}");
+    for (sample, rel) in pairs {
+        let one = if sample.name == "Shift_JIS" { &edits[1] } else { &edits[0] };
+        server.call("edit_files", json!({"paths": [env.p(rel)], "edits": [one]})).tool_result();
+        let crlf = sample.text.replace('\n', "\r\n");
+        let old = one["oldText"].as_str().expect("old").replace('\n', "\r\n");
+        let new = one["newText"].as_str().expect("new").replace('\n', "\r\n");
+        assert_eq!(env.read(rel), encode(sample, &crlf.replacen(&old, &new, 1)), "{}", sample.name);
+    }
+}
