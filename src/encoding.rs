@@ -19,9 +19,10 @@ use std::fmt;
 use encoding_rs::{Encoding, UTF_16BE, UTF_16LE, UTF_8};
 
 /// chardetng reads at most this many bytes, from the first non-ASCII one on: its guess settles
-/// within a few kilobytes of non-ASCII text, and reading all of a 5 MiB file would cost more
-/// than decoding it. The whole file is still decoded, and refused if malformed.
-const MAX_DETECTED_BYTES: usize = 64 * 1024;
+/// within a few kilobytes of non-ASCII text, and it reads about 6 MB/s of dense Japanese (64 KiB
+/// took 3 to 11 ms, a third of decoding 5 MiB). The whole file is still decoded, and refused if
+/// malformed.
+const MAX_DETECTED_BYTES: usize = 16 * 1024;
 
 /// A file's bytes as text, with what is needed to write them back the same way.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -178,7 +179,7 @@ pub fn decode(bytes: &[u8]) -> Option<Decoded> {
     let text = if encoding == UTF_8 {
         std::str::from_utf8(body).ok()?.to_string()
     } else {
-        encoding.decode_without_bom_handling_and_without_replacement(body)?.into_owned()
+        decode_body(encoding, body)?
     };
     let binary = if encoding == UTF_8 {
         text.contains('\0')
@@ -192,6 +193,34 @@ pub fn decode(bytes: &[u8]) -> Option<Decoded> {
         return None;
     }
     Some(decoded(text, encoding, bom))
+}
+
+/// Bytes from which an ASCII-compatible legacy decode is split in two at a line feed, the
+/// halves decoded on two threads: Shift_JIS decodes at about 170 MB/s, 30 ms of a 5 MiB read.
+const SPLIT_DECODE_BYTES: usize = 1 << 20;
+
+/// `body` decoded, without replacement. In the ASCII-compatible encodings `chardetng` guesses, a
+/// line feed byte is always a line feed, never part of a character, and no decoder keeps state
+/// past it: the halves decode as the whole does, and a malformed sequence fails either.
+fn decode_body(encoding: &'static Encoding, body: &[u8]) -> Option<String> {
+    let whole = |body: &[u8]| {
+        encoding.decode_without_bom_handling_and_without_replacement(body).map(Cow::into_owned)
+    };
+    if body.len() < SPLIT_DECODE_BYTES || !encoding.is_ascii_compatible() {
+        return whole(body);
+    }
+    let mid = body.len() / 2;
+    let Some(split) = memchr::memchr(b'\n', &body[mid..]).map(|i| mid + i + 1) else {
+        return whole(body);
+    };
+    let (head, tail) = body.split_at(split);
+    let (first, second) = std::thread::scope(|scope| {
+        let second = scope.spawn(|| whole(tail));
+        (whole(head), second.join().ok().flatten())
+    });
+    let mut text = first?;
+    text.push_str(&second?);
+    Some(text)
 }
 
 fn decoded(text: String, encoding: &'static Encoding, bom: bool) -> Decoded {

@@ -225,3 +225,22 @@ fn write_labels() {
     check("iso-2022-kr", None);
     check("klingon", None);
 }
+
+/// Over 1 MiB, a legacy text is decoded in two halves split at a line feed: the same text, and a
+/// malformed sequence just before the split still refused.
+#[test]
+fn split_decode() {
+    let text = JAPANESE.repeat((2 << 20) / JAPANESE.len());
+    let bytes = legacy("shift_jis", &text);
+    assert_eq!(decode(&bytes).unwrap().text, text);
+    let mut broken = bytes.clone();
+    let split =
+        bytes.len() / 2 + bytes[bytes.len() / 2..].iter().position(|&b| b == b'\n').unwrap();
+    // A lead byte and then the line feed: "。" becomes "a" and half a character.
+    broken[split - 2..split].copy_from_slice(b"a\x81");
+    assert_eq!(decode(&broken), None);
+    let mut broken = bytes;
+    let end = broken.len() - 1;
+    broken[end - 2..end].copy_from_slice(b"a\x81");
+    assert_eq!(decode(&broken), None);
+}
