@@ -54,6 +54,7 @@ BENCHMARKS = [
     "tree",
     "small-reads",
     "read-5mib",
+    "read-sjis",
     "list-dir",
     "spawn",
     "cold-start",
@@ -967,6 +968,51 @@ class Bench:
                     g.add(name, ms(times), result="content OK" if text == expect else "content differs")
             except McpError as e:
                 g.na(name, f"error: {e}")
+        summarize(g)
+
+    # 6b. 5 MiB of Shift_JIS, against the same text in UTF-8 ------------------------------------
+
+    def bench_read_sjis(self):
+        """Japanese text (two-byte characters, ASCII code between) read_file decodes: 5 MiB of
+        Shift_JIS may take at most 2x a read of 5 MiB of the same kind of text in UTF-8 (issue
+        #25); the ratio is the first over the second. The Shift_JIS file's own text in UTF-8
+        (1.5 times the bytes) is timed too, for what the reply's size costs."""
+        im = self.im
+        line = "日本語のテキストです。東京都の天気は晴れ、気温は二十度でした。 let x = 42; // 注釈\n"
+        sjis = line * ((5 << 20) // len(line.encode("shift_jis")))
+        utf8 = line * ((5 << 20) // len(line.encode("utf-8")))
+        d = tempfile.mkdtemp(prefix="replay-bench-sjis-")
+        try:
+            # (impl, label, file, text, its encoding, a peer row: the ratio's basis)
+            files = [
+                ("replay", "replay Shift_JIS 5 MiB", "sjis.txt", sjis, "shift_jis", False),
+                ("replay-utf8", "replay UTF-8 5 MiB", "utf8.txt", utf8, "utf-8", True),
+                ("replay-same", "replay, the same text in UTF-8", "same.txt", sjis, "utf-8", False),
+            ]
+            for _, _, name, text, enc, _ in files:
+                with open(os.path.join(d, name), "wb") as f:
+                    f.write(text.encode(enc))
+            n = 5 if self.quick else 20
+            g = self.group("read-sjis", "read_file of Japanese text, 5 MiB of Shift_JIS against "
+                           "5 MiB of UTF-8 (per call)")
+            note = "[encoding: Shift_JIS; edits keep it]"
+            ok_all = True
+            with im.start_replay(allow=f"{d}:ro") as c:
+                for impl, label, name, text, enc, peer in files:
+                    path = os.path.join(d, name)
+                    try:
+                        times, got = repeat(lambda: c.call("read_file", {"path": path}), n, warmup=2)
+                        ok = got == text + (note if enc == "shift_jis" else "")
+                        ok_all &= ok
+                        g.add(impl, ms(times), label=label, peer=peer,
+                              result="content OK" if ok else "content differs")
+                    except McpError as e:
+                        ok_all = False
+                        g.na(impl, f"error: {e}", label=label)
+            g.set_check(ok_all, "" if ok_all else "a read differs from the text")
+            g.notes.append("target: Shift_JIS within 2x UTF-8")
+        finally:
+            shutil.rmtree(d, ignore_errors=True)
         summarize(g)
 
     # 7. list a 1,000-entry directory -------------------------------------------------------

@@ -49,9 +49,16 @@ pub enum ToolError {
     NotRegularFile {
         path: PathBuf,
     },
-    /// A file to edit that is not UTF-8 text.
+    /// A file to edit that is not text in any encoding replay reads (`encoding::decode`).
     Binary {
         path: PathBuf,
+    },
+    /// Text the file's encoding cannot hold, refused before anything is written. `op` is
+    /// `edit` or `write`.
+    Unrepresentable {
+        op: &'static str,
+        path: PathBuf,
+        what: crate::encoding::Unrepresentable,
     },
     /// A partial read's line longer than what a page may hold: `cap` is the bound, in raw or
     /// JSON-escaped bytes. `line` is `None` for the last line.
@@ -129,6 +136,7 @@ impl ToolError {
             | ToolError::IsADirectory { .. }
             | ToolError::NotRegularFile { .. }
             | ToolError::Binary { .. }
+            | ToolError::Unrepresentable { .. }
             | ToolError::HardLinked { .. }
             | ToolError::DirectoryInTheWay { .. }
             | ToolError::FileInTheWay { .. }
@@ -223,9 +231,13 @@ impl fmt::Display for ToolError {
             ToolError::LineTooLong { path, line, cap } => line_too_long(f, path, *line, *cap),
             ToolError::Binary { path } => write!(
                 f,
-                "edit failed: {}: not UTF-8 text; binary files cannot be edited",
+                "edit failed: {}: not text (a NUL byte, or bytes no text encoding has); binary \
+                 files cannot be edited",
                 path.display()
             ),
+            ToolError::Unrepresentable { op, path, what } => {
+                write!(f, "{op} failed: {}: {what}; nothing was written", path.display())
+            }
             ToolError::HardLinked { path, links } => write!(
                 f,
                 "append failed: {}: the file has {links} hard links, and appending in place \

@@ -196,3 +196,51 @@ fn unrepresentable() {
     check(legacy("gbk", CHINESE), &format!("€{CHINESE}"), "written");
     check(utf16("x\n", true), "😀\n", "written");
 }
+
+/// The hook apply_patch calls: the edit in the original's encoding, duplicate codes outside it
+/// kept; bytes that are not text take the new text as UTF-8.
+#[test]
+fn encode_like_keeps_the_original() {
+    let bytes = legacy("shift_jis", JAPANESE);
+    let edited = JAPANESE.replacen("日本", "東京", 1);
+    assert_eq!(encode_like(&bytes, &edited).unwrap(), legacy("shift_jis", &edited));
+    let wide = utf16("a\r\nb\r\n", false);
+    assert_eq!(encode_like(&wide, "a\r\nc\r\n").unwrap(), utf16("a\r\nc\r\n", false));
+    assert_eq!(encode_like(b"\x00\x01", "text").unwrap(), b"text");
+    assert!(encode_like(&bytes, "😀").is_err());
+}
+
+#[test]
+fn write_labels() {
+    let check = |label: &str, expect: Option<(&str, bool)>| {
+        let got = for_label(label).map(|(e, bom)| (e.name(), bom));
+        assert_eq!(got, expect, "{label}");
+    };
+    check("Shift_JIS", Some(("Shift_JIS", false)));
+    check(" latin1 ", Some(("windows-1252", false)));
+    check("utf-16", Some(("UTF-16LE", true)));
+    check("UTF-16BE", Some(("UTF-16BE", true)));
+    check("utf8", Some(("UTF-8", false)));
+    check("replacement", None);
+    check("iso-2022-kr", None);
+    check("klingon", None);
+}
+
+/// Over 1 MiB, a legacy text is decoded in two halves split at a line feed: the same text, and a
+/// malformed sequence just before the split still refused.
+#[test]
+fn split_decode() {
+    let text = JAPANESE.repeat((2 << 20) / JAPANESE.len());
+    let bytes = legacy("shift_jis", &text);
+    assert_eq!(decode(&bytes).unwrap().text, text);
+    let mut broken = bytes.clone();
+    let split =
+        bytes.len() / 2 + bytes[bytes.len() / 2..].iter().position(|&b| b == b'\n').unwrap();
+    // A lead byte and then the line feed: "。" becomes "a" and half a character.
+    broken[split - 2..split].copy_from_slice(b"a\x81");
+    assert_eq!(decode(&broken), None);
+    let mut broken = bytes;
+    let end = broken.len() - 1;
+    broken[end - 2..end].copy_from_slice(b"a\x81");
+    assert_eq!(decode(&broken), None);
+}

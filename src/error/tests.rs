@@ -19,7 +19,24 @@ fn messages_and_codes() {
     check(
         ToolError::Binary { path: path() },
         INTERNAL,
-        "edit failed: /r/f: not UTF-8 text; binary files cannot be edited",
+        "edit failed: /r/f: not text (a NUL byte, or bytes no text encoding has); binary files \
+         cannot be edited",
+    );
+    check(
+        ToolError::Unrepresentable {
+            op: "edit",
+            path: path(),
+            what: crate::encoding::Unrepresentable {
+                ch: '€',
+                line: 2,
+                column: 5,
+                encoding: "Shift_JIS",
+            },
+        },
+        INTERNAL,
+        "edit failed: /r/f: '€' (U+20AC) at line 2, column 5 cannot be written in the file's \
+         encoding Shift_JIS: write it another way (an escape the file's language has) or convert \
+         the file to UTF-8 with write_file first; nothing was written",
     );
     check(
         ToolError::HardLinked { path: path(), links: 2 },

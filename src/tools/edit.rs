@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use crate::encoding::{self, Decoded};
 use crate::error::{shortened, ToolError};
 use crate::fs::atomic::atomic_write;
 use crate::fs::read::read_capped;
@@ -234,26 +235,42 @@ fn edit_one(
     ends: TurnEnds,
 ) -> Result<String, ToolError> {
     let shown = &file.shown;
-    let original = match read_text(file) {
-        Ok(text) => text,
+    let (decoded, raw) = match read_text(file) {
+        Ok(read) => read,
         Err(ToolError::NotFound { .. }) if dry_run => return Ok(intended_edits(shown, edits)),
         Err(e) => return Err(e),
     };
+    let original = decoded.text.as_str();
     let stop = || ctx.cancel.is_cancelled();
-    let edited =
-        apply_edits_until(&original, edits, MAX_EDITED_BYTES, &stop).map_err(ToolError::from)?;
+    // The edits see a BOM as the engine expects it (`matching`'s file-format handling: one
+    // copied into oldText still matches), and the encoder writes it back.
+    let edited = if decoded.bom {
+        let with_bom = format!("\u{feff}{original}");
+        let edited = apply_edits_until(&with_bom, edits, MAX_EDITED_BYTES, &stop);
+        let edited = edited.map_err(ToolError::from)?;
+        edited.strip_prefix('\u{feff}').map(str::to_owned).unwrap_or(edited)
+    } else {
+        apply_edits_until(original, edits, MAX_EDITED_BYTES, &stop).map_err(ToolError::from)?
+    };
     if dry_run {
-        return unified_diff(shown, &original, &edited, &stop, budget);
+        return unified_diff(shown, original, &edited, &stop, budget);
     }
     if edited != original {
+        // Encoded before the slot is taken: text the encoding cannot hold writes nothing.
+        let bytes = match raw {
+            None => edited.into_bytes(),
+            Some(raw) => encoding::encode_edit(&decoded, &raw, &edited).map_err(|what| {
+                ToolError::Unrepresentable { op: "edit", path: shown.clone(), what }
+            })?,
+        };
         let slot = file.slot().map_err(|e| ToolError::io("write", shown, e))?;
         let turn = ctx.write_turn;
         let written = match ends {
             TurnEnds::WithThisFile => {
-                atomic_write(&slot, edited.as_bytes(), |rename| turn.rename_last(rename))
+                atomic_write(&slot, &bytes, |rename| turn.rename_last(rename))
             }
             TurnEnds::WithTheCall => {
-                atomic_write(&slot, edited.as_bytes(), |rename| turn.rename_one_of_many(rename))
+                atomic_write(&slot, &bytes, |rename| turn.rename_one_of_many(rename))
             }
         };
         written.map_err(|e| ToolError::io("write", shown, e))?;
@@ -261,10 +278,21 @@ fn edit_one(
     Ok(format!("Successfully edited {}", shown.display()))
 }
 
-fn read_text(file: &ResolvedPath) -> Result<String, ToolError> {
+/// The file as text, and its bytes unless it is plain UTF-8, whose text is its bytes (not
+/// copied; a NUL byte in it is edited as before): the edit is encoded back like them
+/// (`encoding::encode_edit`).
+fn read_text(file: &ResolvedPath) -> Result<(Decoded, Option<Vec<u8>>), ToolError> {
     let shown = &file.shown;
-    let bytes = read_capped(file)?;
-    String::from_utf8(bytes).map_err(|_| ToolError::Binary { path: shown.to_path_buf() })
+    let mut bytes = read_capped(file)?;
+    if !bytes.starts_with(b"\xEF\xBB\xBF") {
+        match String::from_utf8(bytes) {
+            Ok(text) => return Ok((encoding::plain_utf8(text), None)),
+            Err(e) => bytes = e.into_bytes(),
+        }
+    }
+    let decoded =
+        encoding::decode(&bytes).ok_or(ToolError::Binary { path: shown.to_path_buf() })?;
+    Ok((decoded, Some(bytes)))
 }
 
 /// The `--- path` / `+++ path` / `@@ … @@` diff, or `(no changes)`, within `budget`: the lines

@@ -9,11 +9,12 @@ use std::path::Path;
 use serde::Deserialize;
 
 use crate::base64;
+use crate::encoding::{self, Decoded};
 use crate::error::ToolError;
 use crate::fs::read::{open_regular, read_all, read_capped, MAX_READ_BYTES};
 use crate::policy::ResolvedPath;
 use crate::reply_size::{escaped_text_len, size_name, Budget, REPLY_BYTES, REPLY_NAME};
-use crate::tools::{Content, Ctx, Output};
+use crate::tools::{Content, Ctx, Output, Structured};
 use paging::{Limits, PageError, Range};
 
 /// How much of a file's start a partial read looks at to tell a binary file: one with a NUL byte
@@ -95,16 +96,32 @@ pub fn read_file(ctx: &Ctx, args: ReadFileArgs) -> Result<Output, ToolError> {
         return read_lines(ctx, &resolved, &args, range);
     }
     let bytes = read_capped(&resolved)?;
-    let json = escaped_text_len(&bytes);
-    if json > REPLY_BYTES && text_like(&bytes) {
-        let path = resolved.shown;
-        return Err(ToolError::ReplyTooLarge { path, size: bytes.len() as u64, json });
+    let size = bytes.len() as u64;
+    let decoded = match encoding::decode_owned(bytes) {
+        Ok(decoded) => decoded,
+        Err(bytes) => {
+            let content = vec![binary_content(&resolved.real, bytes)];
+            let structured = Some(Structured::Value(serde_json::json!({})));
+            return Ok(Output { content, is_error: false, structured });
+        }
+    };
+    let json = escaped_text_len(decoded.text.as_bytes());
+    if json > REPLY_BYTES {
+        return Err(ToolError::ReplyTooLarge { path: resolved.shown, size, json });
     }
-    Ok(Output {
-        content: vec![content_for(&resolved.real, bytes)],
-        is_error: false,
-        structured: None,
-    })
+    let structured = Some(Structured::Value(encoding_data(&decoded)));
+    let note = (!decoded.is_plain_utf8()).then(|| Content::Text(decoded.note()));
+    let content = std::iter::once(Content::Text(decoded.text)).chain(note).collect();
+    Ok(Output { content, is_error: false, structured })
+}
+
+/// `structuredContent` for text: `{"encoding": "Shift_JIS"}`, and `"bom": true` when it has one.
+fn encoding_data(decoded: &Decoded) -> serde_json::Value {
+    let mut data = serde_json::json!({ "encoding": decoded.encoding_name() });
+    if decoded.bom {
+        data["bom"] = true.into();
+    }
+    data
 }
 
 /// Some lines of a text file, then the note that says which and of how many: two text items.
@@ -147,33 +164,91 @@ fn read_lines(
     };
     let mut start = vec![0; size.min(SNIFF_BYTES) as usize];
     let n = file.read_at(&mut start, 0).map_err(|e| ToolError::io("read", shown, e))?;
-    if start[..n].contains(&0) {
+    let start = &start[..n];
+    let utf16 = start.starts_with(b"\xFF\xFE") || start.starts_with(b"\xFE\xFF");
+    if !utf16 && start.contains(&0) {
         return Err(binary());
     }
     let numbers = args.line_numbers;
-    let page = match range {
-        Range::From { first, count } => {
-            paging::from_start(&file, first, count, numbers, size, limits, &stop)
-        }
-        Range::Last(n) => {
-            let read_at = |buf: &mut [u8], at: u64| file.read_exact_at(buf, at);
-            paging::last_lines(read_at, n, numbers, size, limits)
-        }
+    let page_of = |file: &dyn FileExt, size: u64| {
+        let page = match range {
+            Range::From { first, count } => {
+                let reader = Reader { file, at: 0 };
+                paging::from_start(reader, first, count, numbers, size, limits, &stop)
+            }
+            Range::Last(n) => {
+                let read_at = |buf: &mut [u8], at: u64| file.read_exact_at(buf, at);
+                paging::last_lines(read_at, n, numbers, size, limits)
+            }
+        };
+        page.map_err(|e| match e {
+            PageError::Io(e) => ToolError::io("read", shown, e),
+            PageError::LineTooLong { line, cap } => {
+                ToolError::LineTooLong { path: shown.clone(), line, cap }
+            }
+            PageError::Stopped => ToolError::Cancelled,
+        })
     };
-    let page = page.map_err(|e| match e {
-        PageError::Io(e) => ToolError::io("read", shown, e),
-        PageError::LineTooLong { line, cap } => {
-            ToolError::LineTooLong { path: shown.clone(), line, cap }
+    // Plain UTF-8 is paged from the file, reading only what the page needs. Text in another
+    // encoding is decoded whole (up to the 16 MiB a whole read takes) and paged from memory.
+    // A start that is not UTF-8 (but for a character cut at its end) is decoded too, so that
+    // its ASCII lines are not paged as UTF-8.
+    let utf8_start = std::str::from_utf8(start).map_or_else(|e| e.error_len().is_none(), |_| true);
+    if !utf16 && utf8_start && !start.starts_with(b"\xEF\xBB\xBF") {
+        let page = page_of(&file, size)?;
+        if memchr::memchr(0, &page.text).is_some() {
+            return Err(binary());
         }
-        PageError::Stopped => ToolError::Cancelled,
-    })?;
+        let note = page.note();
+        if let Ok(text) = String::from_utf8(page.text) {
+            return Ok(Output {
+                content: vec![Content::Text(text), Content::Text(note)],
+                is_error: false,
+                structured: Some(Structured::Value(serde_json::json!({ "encoding": "UTF-8" }))),
+            });
+        }
+    }
+    let decoded = encoding::decode(&read_all(file, &meta, shown)?).ok_or_else(binary)?;
+    let text = Text(decoded.text.as_bytes());
+    let page = page_of(&text, decoded.text.len() as u64)?;
     let note = page.note();
-    let text = text_of(page.text).map_err(|_| binary())?;
+    let note = format!("{}; {}", &note[..note.len() - 1], &decoded.note()[1..]);
+    let text = String::from_utf8(page.text).map_err(|_| binary())?;
     Ok(Output {
         content: vec![Content::Text(text), Content::Text(note)],
         is_error: false,
-        structured: None,
+        structured: Some(Structured::Value(encoding_data(&decoded))),
     })
+}
+
+/// Decoded text, read as a file is: the pages of a file in a legacy encoding come from it.
+struct Text<'a>(&'a [u8]);
+
+impl FileExt for Text<'_> {
+    fn read_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<usize> {
+        let rest = self.0.get(offset as usize..).unwrap_or_default();
+        let n = rest.len().min(buf.len());
+        buf[..n].copy_from_slice(&rest[..n]);
+        Ok(n)
+    }
+
+    fn write_at(&self, _: &[u8], _: u64) -> std::io::Result<usize> {
+        Err(std::io::ErrorKind::Unsupported.into())
+    }
+}
+
+/// A `FileExt` read from its start, as `paging::from_start` reads.
+struct Reader<'a> {
+    file: &'a dyn FileExt,
+    at: u64,
+}
+
+impl std::io::Read for Reader<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.file.read_at(buf, self.at)?;
+        self.at += n as u64;
+        Ok(n)
+    }
 }
 
 /// One text item per path, in the order given; a failure is that item's text, never the call's.
@@ -228,8 +303,14 @@ fn read_one_of_many(ctx: &Ctx, path: &str, room: usize, head: usize) -> Result<S
         return Ok(full(meta.len() as usize));
     }
     let bytes = read_all(file, &meta, &resolved.shown)?;
-    match text_of(bytes) {
-        Ok(text) => {
+    match encoding::decode_owned(bytes) {
+        Ok(decoded) => {
+            let note = if decoded.is_plain_utf8() { String::new() } else { decoded.note() };
+            let mut text = decoded.text;
+            if !note.is_empty() {
+                text.push('\n');
+                text.push_str(&note);
+            }
             let json = escaped_text_len(text.as_bytes());
             if json > room {
                 return Ok(full(json));
@@ -244,25 +325,8 @@ fn read_one_of_many(ctx: &Ctx, path: &str, room: usize, head: usize) -> Result<S
     }
 }
 
-/// Whether `bytes` would be read as text (without copying them): see [`text_of`].
-fn text_like(bytes: &[u8]) -> bool {
-    memchr::memchr(0, bytes).is_none() && std::str::from_utf8(bytes).is_ok()
-}
-
-/// Text is valid UTF-8 without NUL bytes; anything else is binary and handed back. (memchr's
-/// vector search for the NUL: `<[u8]>::contains` took a sixteenth of a 5 MiB read's time.)
-fn text_of(bytes: Vec<u8>) -> Result<String, Vec<u8>> {
-    if memchr::memchr(0, &bytes).is_some() {
-        return Err(bytes);
-    }
-    String::from_utf8(bytes).map_err(|e| e.into_bytes())
-}
-
-fn content_for(path: &Path, bytes: Vec<u8>) -> Content {
-    let bytes = match text_of(bytes) {
-        Ok(text) => return Content::Text(text),
-        Err(bytes) => bytes,
-    };
+/// Binary bytes as an image, audio or resource item, by the file's extension.
+fn binary_content(path: &Path, bytes: Vec<u8>) -> Content {
     let mime_type = mime_type(path);
     let data = base64::encode(&bytes);
     if mime_type.starts_with("image/") {

@@ -1,6 +1,7 @@
 //! write_file: the whole content through the atomic write (`fs::atomic`), or appended to the
 //! end of a file instead of replacing it.
 
+use std::borrow::Cow;
 use std::fs::File;
 use std::io::{self, Write};
 use std::os::fd::{AsFd, BorrowedFd};
@@ -13,6 +14,7 @@ use nix::sys::stat::Mode;
 use nix::unistd::{unlinkat, UnlinkatFlags};
 use serde::Deserialize;
 
+use crate::encoding;
 use crate::error::ToolError;
 use crate::fs::atomic::atomic_write;
 use crate::policy::confined::{self, Kind, Slot};
@@ -24,22 +26,44 @@ pub struct WriteFileArgs {
     content: String,
     #[serde(default)]
     append: bool,
+    encoding: Option<String>,
 }
 
 pub fn write_file(ctx: &Ctx, args: WriteFileArgs) -> Result<Output, ToolError> {
     let resolved = ctx.policy.resolve_write(&args.path)?;
+    let bytes = match &args.encoding {
+        None => Cow::Borrowed(args.content.as_bytes()),
+        Some(label) => Cow::Owned(encoded(label, &args, &resolved.shown)?),
+    };
     let slot =
         resolved.slot_making_parents().map_err(|e| ToolError::io("write", &resolved.shown, e))?;
     if args.append {
         // Written as it goes (`write_order::WriteTurn`): its turn holds until it is done.
         ctx.write_turn
-            .keep_while(|| append(&slot, args.content.as_bytes(), &resolved.shown))
+            .keep_while(|| append(&slot, &bytes, &resolved.shown))
             .ok_or(ToolError::Cancelled)??;
         return Ok(Output::text(format!("Successfully appended to {}", resolved.shown.display())));
     }
-    atomic_write(&slot, args.content.as_bytes(), |rename| ctx.write_turn.rename_last(rename))
+    atomic_write(&slot, &bytes, |rename| ctx.write_turn.rename_last(rename))
         .map_err(|e| ToolError::io("write", &resolved.shown, e))?;
     Ok(Output::text(format!("Successfully wrote {}", resolved.shown.display())))
+}
+
+/// The content in the encoding `label` names, before anything is written. UTF-16 starts with
+/// its BOM, unless appended.
+fn encoded(label: &str, args: &WriteFileArgs, shown: &Path) -> Result<Vec<u8>, ToolError> {
+    let Some((encoding, bom)) = encoding::for_label(label) else {
+        return Err(ToolError::invalid_params(
+            "encoding",
+            format!(
+                "{label:?} names no encoding replay writes; give a WHATWG label such as UTF-8, \
+                 UTF-16LE, UTF-16BE, windows-1252, Shift_JIS, EUC-JP, GBK, gb18030, Big5 or \
+                 EUC-KR"
+            ),
+        ));
+    };
+    encoding::encode_as(encoding, bom && !args.append, &args.content)
+        .map_err(|what| ToolError::Unrepresentable { op: "write", path: shown.to_path_buf(), what })
 }
 
 /// Adds `bytes` to the end of the slot's file, creating it (mode 0666 less the umask) if it is

@@ -24,6 +24,9 @@ mod roots;
 mod read;
 // read_file's offset, limit, head, tail and lineNumbers.
 mod paging;
+// Text in other encodings: UTF-8 with BOM, UTF-16 and legacy ones read, edited and written in
+// their own encoding; binary never taken for text.
+mod encodings;
 // write_file and append: exact bytes, atomic replacement keeping the mode, no temp files left.
 mod write;
 // edit_file and edit_files: matching modes as `check` rows, all-or-nothing failures, dryRun.
@@ -44,7 +47,7 @@ mod walks;
 mod depth;
 // What a short regex may cost: too large once compiled is refused before any search.
 mod regex_cost;
-// The eight tools with an outputSchema answer with structured content the schema accepts.
+// The ten tools with an outputSchema answer with structured content the schema accepts.
 mod structured;
 
 // Commands.

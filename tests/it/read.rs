@@ -112,22 +112,21 @@ fn read_file_nul_bytes_make_a_text_extension_binary() {
     }
 }
 
-/// Text means UTF-8: UTF-16 (NUL bytes) and latin-1 (bytes that are not UTF-8) come back whole,
-/// as a blob, never as text decoded some other way.
+/// Text in other encodings comes back decoded, with a note that names the encoding: UTF-16
+/// (BOM, NUL bytes) and latin-1 (bytes that are not UTF-8). See `encodings` for each encoding.
 #[test]
-fn read_file_text_in_other_encodings_is_a_blob() {
-    for fixture in ["text/utf16le.txt", "text/latin1.txt"] {
+fn read_file_text_in_other_encodings_is_decoded() {
+    for (fixture, text, note) in [
+        ("text/utf16le.txt", "hello\r\nworld\r\n", "[encoding: UTF-16LE with BOM; edits keep it]"),
+        // Three lines of latin-1 say little: chardetng guesses Turkish, whose 0xFE is `ş`.
+        ("text/latin1.txt", "café\nÿş\nneedle", "[encoding: windows-1254; edits keep it]"),
+    ] {
         let env = TestEnv::new(&[], &[]);
         env.copy_fixture(fixture, "root/other.txt");
         let mut server = Server::start(&env);
         let reply = server.call("read_file", json!({"path": env.p("root/other.txt")}));
-        match &reply.tool_result().content[..] {
-            [Content::Resource { resource }] => {
-                let blob = resource.blob.as_deref().expect("blob");
-                assert_eq!(base64_decode(blob), env.read("root/other.txt"), "{fixture}");
-            }
-            other => panic!("{fixture}: expected one resource item, got {other:?}"),
-        }
+        let expected = [Content::Text { text: text.into() }, Content::Text { text: note.into() }];
+        assert_eq!(reply.tool_result().content, expected, "{fixture}");
     }
 }
 

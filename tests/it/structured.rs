@@ -1,4 +1,4 @@
-//! Structured output: the nine tools with an `outputSchema` answer with `structuredContent` that
+//! Structured output: the ten tools with an `outputSchema` answer with `structuredContent` that
 //! the schema served by `tools/list` accepts, and that says what the text says.
 //!
 //! Each test reads the text as the contract spells it and checks the data against it: the same
@@ -11,7 +11,8 @@ use serde_json::{json, Value};
 use crate::harness::{key_values, path_str, Response, Server, TestEnv};
 
 /// The tools that declare an `outputSchema`; the others declare none.
-const TOOLS: [&str; 9] = [
+const TOOLS: [&str; 10] = [
+    "read_file",
     "get_file_info",
     "list_directory",
     "directory_tree",
@@ -137,6 +138,22 @@ fn output_schemas_are_served_as_the_files_declare_them() {
         jsonschema::validator_for(schema)
             .unwrap_or_else(|e| panic!("{name}: outputSchema does not compile: {e}"));
     }
+}
+
+/// read_file's data names the encoding its text came in, as its note does (plain UTF-8 has no
+/// note).
+#[test]
+fn read_file_data_is_the_encoding() {
+    let env = env();
+    env.write("root/w.txt", b"\xFF\xFEh\x00i\x00");
+    let mut data = Data::start(&env);
+    let plain = data.call("read_file", json!({"path": env.p("root/a.txt")}));
+    assert_eq!((plain.text(), &plain.data), (A_TXT, &json!({"encoding": "UTF-8"})));
+    let page = data.call("read_file", json!({"path": env.p("root/a.txt"), "head": 1}));
+    assert_eq!(page.data, json!({"encoding": "UTF-8"}));
+    let wide = data.call("read_file", json!({"path": env.p("root/w.txt")}));
+    assert_eq!(wide.texts, ["hi", "[encoding: UTF-16LE with BOM; edits keep it]"]);
+    assert_eq!(wide.data, json!({"encoding": "UTF-16LE", "bom": true}));
 }
 
 #[test]

@@ -186,12 +186,20 @@ pub(super) fn search_file(
     let mut handle = entry.open().ok()?;
     let mut probe = [0u8; BINARY_PROBE];
     let n = read_full(&mut handle, &mut probe).ok()?;
-    if memchr::memchr(0, &probe[..n]).is_some() {
+    let utf16 = probe[..n].starts_with(b"\xFF\xFE") || probe[..n].starts_with(b"\xFE\xFF");
+    if !utf16 && memchr::memchr(0, &probe[..n]).is_some() {
         return None;
     }
     buf.extend_from_slice(&probe[..n]);
     if n == BINARY_PROBE {
         handle.take(MAX_READ_BYTES).read_to_end(buf).ok()?;
+    }
+    // UTF-16 with a BOM is searched as its text, in UTF-8; binary after all if it does not
+    // decode (`encoding::decode`).
+    if utf16 {
+        let text = crate::encoding::decode(buf)?.text;
+        buf.clear();
+        buf.extend_from_slice(text.as_bytes());
     }
     let lines = matching_lines(regex, buf);
     if lines.is_empty() {

@@ -10,7 +10,7 @@ use crate::reply_size::size_name;
 const SMALL: Limits = Limits { cap: 16 << 20, json_cap: usize::MAX, count_up_to: 16 << 20 };
 
 /// The grammar documented in schemas/read_file.json.
-const NOTE: &str = r"^\[(?:lines (?:\d+-\d+|none) of (?:\d+|at least \d+ in \d+ bytes)|last \d+ lines of \d+ bytes)(?:; offset=\d+ is past the end)?(?:; cut at the [^;\]]+ cap)?(?:; next: offset=\d+)?\]$";
+const NOTE: &str = r"^\[(?:lines (?:\d+-\d+|none) of (?:\d+|at least \d+ in \d+ bytes)|last \d+ lines of \d+ bytes)(?:; offset=\d+ is past the end)?(?:; cut at the [^;\]]+ cap)?(?:; next: offset=\d+)?(?:; encoding: [^;\]]+; edits keep it)?\]$";
 
 /// Yields one byte per read, to put every line across buffer boundaries.
 struct Trickle<'a>(&'a [u8]);
