@@ -5,7 +5,8 @@
 //!   system paths a shell needs;
 //! - `namespace`: a mount namespace where everything is read-only but the read-write roots,
 //!   so a command changes no metadata (modes, owners, times, extended attributes) outside
-//!   them, nor anything under a read-only root;
+//!   them, nor anything under a read-only root; and a PID namespace per command, whose init
+//!   (the exec module's lifeline) ends every process in it with the command or the server;
 //! - `seccomp`: a filter in each command refusing what reaches into other processes (`ptrace`
 //!   and the like) and, where no namespace can be made, every metadata change, inside the
 //!   read-write roots too;
@@ -448,6 +449,19 @@ impl CommandConfinement {
     #[cfg(not(target_os = "linux"))]
     pub fn none() -> CommandConfinement {
         CommandConfinement::default()
+    }
+
+    /// Whether each command's process, once confined (`apply_to`), starts its next child in a
+    /// PID namespace of its own: in the commands' namespace, where the kernel allows one.
+    #[cfg(target_os = "linux")]
+    pub fn pid_namespace(&self) -> bool {
+        self.confine && self.namespace.as_ref().is_some_and(|n| n.pid)
+    }
+
+    /// Whether each command's process starts its next child in a PID namespace: never here.
+    #[cfg(not(target_os = "linux"))]
+    pub fn pid_namespace(&self) -> bool {
+        false
     }
 
     /// The line a failed command's reply ends with when its `stderr` shows the sandbox

@@ -75,11 +75,13 @@ pub struct Fresh {
     pub device_files: Vec<OwnedFd>,
 }
 
-/// What a command joins: the namespaces, by descriptor.
+/// What a command joins: the namespaces, by descriptor; and whether it may make a PID
+/// namespace of its own there (the helper could).
 #[derive(Debug)]
 pub struct Namespaces {
     user: Option<OwnedFd>,
     mnt: OwnedFd,
+    pub pid: bool,
 }
 
 /// Has a helper make the namespace (a mount namespace, and a user namespace unless the
@@ -139,6 +141,7 @@ pub fn create(places: &[Place], overlays: &[Overlay]) -> Result<(Namespaces, Fre
         errno: 0,
         user_ns: -1,
         mnt_ns: -1,
+        pid_ns: false,
     };
     run(&mut job).map_err(|e| match job.failed_at {
         Some(Step::Copy(i) | Step::Attach(i)) => format!("{e} ({})", plan.binds[i].path.display()),
@@ -158,15 +161,16 @@ pub fn create(places: &[Place], overlays: &[Overlay]) -> Result<(Namespaces, Fre
         device_dirs: [pts, shm].into_iter().filter_map(own).collect(),
         device_files: own(ptmx).into_iter().collect(),
     };
-    Ok((Namespaces { user, mnt }, fresh))
+    Ok((Namespaces { user, mnt, pid: job.pid_ns }, fresh))
 }
 
 impl Namespaces {
     /// Joins the namespace and enters the working directory again in it: `cwd` by its path,
     /// following no symlink, checked to be the directory `handle` is (the one the policy
-    /// approved). For a command's process between `fork` and `exec`: system calls only, no
-    /// allocation. The process holds every capability in a user namespace after this; the
-    /// caller drops them.
+    /// approved); then, where the helper could, makes the PID namespace the process's next
+    /// child starts (`pid`: the exec module's lifeline makes that child its init). For a
+    /// command's process between `fork` and `exec`: system calls only, no allocation. The
+    /// process holds every capability in a user namespace after this; the caller drops them.
     pub fn join(&self, cwd: &CStr, handle: RawFd) -> io::Result<()> {
         if let Some(user) = &self.user {
             // SAFETY: plain system calls on descriptors this value owns.
@@ -179,7 +183,12 @@ impl Namespaces {
         // SAFETY: `dir` is this function's own descriptor.
         let entered = if same { check(unsafe { libc::fchdir(dir) }) } else { Err(enoent()) };
         unsafe { libc::close(dir) };
-        entered
+        entered?;
+        if self.pid {
+            // SAFETY: a plain system call; it changes only where this process's children go.
+            check(unsafe { libc::unshare(libc::CLONE_NEWPID) })?;
+        }
+        Ok(())
     }
 }
 
@@ -223,6 +232,9 @@ struct Job<'a> {
     /// The new namespaces, opened in the shared descriptor table; -1 if not.
     user_ns: RawFd,
     mnt_ns: RawFd,
+    /// Whether a PID namespace could be made in them (the helper makes one for its children,
+    /// of which it has none: a probe).
+    pid_ns: bool,
 }
 
 /// A place to mount, prepared before the helper runs.
@@ -376,6 +388,8 @@ impl Job<'_> {
             return mounted;
         }
         private_devices(&mut self.devices);
+        // SAFETY: a plain system call; the helper starts no process, so it changes nothing.
+        self.pid_ns = unsafe { libc::unshare(libc::CLONE_NEWPID) } == 0;
         if self.maps.is_some() {
             self.user_ns = or(open_file(c"/proc/self/ns/user"), Step::OpenNamespace)?;
         }
