@@ -71,7 +71,14 @@ fn restrict(
     let device_file = (read | AccessFs::WriteFile)
         & AccessFs::from_file(ABI_WANTED)
         & !(AccessFs::Execute | AccessFs::IoctlDev);
-    let dev_dirs = DEV_DIRS.iter().filter(|d| host_pts || **d != "/dev/pts");
+    let dev_dirs = DEV_DIRS.iter().filter(|d| **d != "/dev/pts");
+    // The server opens the pseudo-terminals of `tty` sessions: the host's `/dev/ptmx` and a
+    // replica under the host's `/dev/pts`, with the ioctls that set one up (unlock, number,
+    // window size). Only where commands cannot reach either path: in the namespace both lie
+    // under its own devpts. The replica's rights are fixed when the server opens it, so the
+    // command that inherits it can set its modes. Nothing else under /dev gets ioctls.
+    let host_pty: &[&str] = if host_pts { &["/dev/pts"] } else { &[] };
+    let host_ptmx: &[&str] = if host_pts { &["/dev/ptmx"] } else { &[] };
     let status = ruleset
         .create()?
         .add_rules(rules(SYSTEM_READ, read))?
@@ -91,6 +98,8 @@ fn restrict(
         // No device ioctls on terminals: with them a command could push keystrokes into the
         // user's terminal (TIOCSTI) or change its settings. Opening, reading and writing stay.
         .add_rules(rules(dev_dirs, no_ioctl))?
+        .add_rules(rules(host_pty, all))?
+        .add_rules(rules(host_ptmx, device_file | AccessFs::IoctlDev))?
         .add_rules(fd_rules(&fresh.device_dirs, no_ioctl))?
         .add_rules(fd_rules(&fresh.device_files, device_file))?
         .add_rules(rules(child_tmp, all))?

@@ -278,8 +278,10 @@ impl Sandbox {
             }
         }
         // Without the namespace the host's /dev/pts is all there is: every terminal of the
-        // machine. Commands get none (they cannot set one up anyway: no device ioctls).
-        let host_pts = namespace.is_some();
+        // machine. Commands get none (they cannot set one up anyway: no device ioctls), and
+        // the server opens none (no `tty` sessions). With it, and a devpts of its own, the
+        // host's is the server's only.
+        let host_pts = namespace.is_some() && fresh.private_pts;
         let kernel = landlock::apply(roots, tmp, &grants, &fresh, host_pts, &self.config);
         drop(fresh);
         // Every command gets the filter: the fallback's refuses metadata changes as well.

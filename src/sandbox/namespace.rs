@@ -73,6 +73,9 @@ pub struct Fresh {
     pub device_dirs: Vec<OwnedFd>,
     /// `/dev/ptmx`: the private `/dev/pts`'s.
     pub device_files: Vec<OwnedFd>,
+    /// Both `/dev/pts` and `/dev/ptmx` are the namespace's own: commands reach no path to the
+    /// host's terminals.
+    pub private_pts: bool,
 }
 
 /// What a command joins: the namespaces, by descriptor; and whether it may make a PID
@@ -160,6 +163,7 @@ pub fn create(places: &[Place], overlays: &[Overlay]) -> Result<(Namespaces, Fre
         overlays: roots,
         device_dirs: [pts, shm].into_iter().filter_map(own).collect(),
         device_files: own(ptmx).into_iter().collect(),
+        private_pts: pts >= 0 && ptmx >= 0,
     };
     Ok((Namespaces { user, mnt, pid: job.pid_ns }, fresh))
 }

@@ -117,8 +117,8 @@ fn python() -> Option<&'static str> {
     Path::new(python).exists().then_some(python)
 }
 
-/// A REPL in a terminal: the prompt, an answer to input, and the exit at end of input (^D).
-/// `--no-sandbox`: the sandbox does not let the server open a pseudo-terminal.
+/// A REPL in a terminal, with default flags: the prompt, an answer to input, and the exit at
+/// end of input (^D).
 #[test]
 fn python_repl_is_driven_through_a_terminal() {
     let Some(python) = python() else {
@@ -126,8 +126,7 @@ fn python_repl_is_driven_through_a_terminal() {
         return;
     };
     let env = TestEnv::new(&[], &[]);
-    let allow = format!("{}:rw", path_str(&env.root()));
-    let mut server = Server::start_with(["--mcp-server", "--allow", &allow, "--no-sandbox"]);
+    let mut server = Server::start(&env);
     let id = start_with(
         &mut server,
         json!({"command": format!("{python} -i -q"), "tty": true, "waitSeconds": 0}),
