@@ -21,7 +21,7 @@ use landlock::{
 
 use super::grants::{Grant, Reach};
 use super::namespace::Fresh;
-use super::{Kernel, SandboxConfig, DEV_DIRS, DEV_NODES, SYSTEM_READ};
+use super::{Kernel, SandboxConfig, DEV_NODES, SYSTEM_READ};
 use crate::policy::{Access as RootAccess, AllowedRoot};
 
 /// The Landlock ABI whose rights replay asks for; older kernels get what they support.
@@ -71,7 +71,6 @@ fn restrict(
     let device_file = (read | AccessFs::WriteFile)
         & AccessFs::from_file(ABI_WANTED)
         & !(AccessFs::Execute | AccessFs::IoctlDev);
-    let dev_dirs = DEV_DIRS.iter().filter(|d| **d != "/dev/pts");
     // The server opens the pseudo-terminals of `tty` sessions: the host's `/dev/ptmx` and a
     // replica under the host's `/dev/pts`, with the ioctls that set one up (unlock, number,
     // window size). Only where commands cannot reach either path: in the namespace both lie
@@ -97,9 +96,10 @@ fn restrict(
         ))?
         // No device ioctls on terminals: with them a command could push keystrokes into the
         // user's terminal (TIOCSTI) or change its settings. Opening, reading and writing stay.
-        .add_rules(rules(dev_dirs, no_ioctl))?
         .add_rules(rules(host_pty, all))?
         .add_rules(rules(host_ptmx, device_file | AccessFs::IoctlDev))?
+        // `/dev/shm` only as the namespace's own tmpfs (by descriptor): the host's holds other
+        // programs' shared memory. Without the namespace, none.
         .add_rules(fd_rules(&fresh.device_dirs, no_ioctl))?
         .add_rules(fd_rules(&fresh.device_files, device_file))?
         .add_rules(rules(child_tmp, all))?

@@ -261,6 +261,7 @@ impl Sandbox {
                 let overlays = tmp.map(|t| cache_overlays(roots, t, &grants)).unwrap_or_default();
                 match namespace::create(&places(roots, tmp, &grants), &overlays) {
                     Ok((entry, fresh)) => {
+                        let overlays = mounted_overlays(overlays, &fresh.overlaid);
                         (Isolation::Namespace, Some(Arc::new(entry)), overlays, fresh)
                     }
                     Err(why) => (without_namespace(why), None, Vec::new(), Default::default()),
@@ -314,6 +315,26 @@ impl Sandbox {
         };
         Applied { status: Status { kernel, isolation }, confinement: CommandConfinement::none() }
     }
+}
+
+/// The overlays that were mounted; each that was not is said on stderr, and its cache stays
+/// read-only to commands (`apply_layers`).
+#[cfg(target_os = "linux")]
+fn mounted_overlays(
+    overlays: Vec<namespace::Overlay>,
+    overlaid: &[Result<(), String>],
+) -> Vec<namespace::Overlay> {
+    let outcomes = overlays.into_iter().zip(overlaid);
+    outcomes
+        .filter_map(|(overlay, outcome)| match outcome {
+            Ok(()) => Some(overlay),
+            Err(e) => {
+                let path = overlay.target.display();
+                tracing::warn!(%path, "cannot give commands a copy of this cache ({e}): they only read it");
+                None
+            }
+        })
+        .collect()
 }
 
 #[cfg(target_os = "linux")]

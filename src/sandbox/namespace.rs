@@ -69,6 +69,9 @@ pub struct Overlay {
 #[derive(Debug, Default)]
 pub struct Fresh {
     pub overlays: Vec<OwnedFd>,
+    /// For each overlay asked for, in order: mounted, or the error that stopped it (the
+    /// cache then stays the real directory, read-only like everything outside the places).
+    pub overlaid: Vec<Result<(), String>>,
     /// `/dev/pts` and `/dev/shm` of the namespace's own.
     pub device_dirs: Vec<OwnedFd>,
     /// `/dev/ptmx`: the private `/dev/pts`'s.
@@ -92,6 +95,8 @@ pub struct Namespaces {
 /// but `places` that are writable, and the places that are not but lie inside one that is.
 /// Then mounts each of `overlays` over its target, and gives the root of each as it is in the
 /// namespace (for the Landlock rules: an overlay's files are no files of the real directory).
+/// An overlay that cannot be mounted (a cache on a filesystem overlayfs refuses, such as NFS)
+/// is skipped, not the namespace: `Fresh::overlaid` says which.
 pub fn create(places: &[Place], overlays: &[Overlay]) -> Result<(Namespaces, Fresh), String> {
     let caps = Capabilities::current().map_err(|e| format!("capget: {e}"))?;
     let user =
@@ -132,6 +137,7 @@ pub fn create(places: &[Place], overlays: &[Overlay]) -> Result<(Namespaces, Fre
             upper: layer(&overlay.upper)?,
             work: layer(&overlay.work)?,
             root: -1,
+            errno: 0,
         });
     }
     let mut job = Job {
@@ -148,12 +154,24 @@ pub fn create(places: &[Place], overlays: &[Overlay]) -> Result<(Namespaces, Fre
     };
     run(&mut job).map_err(|e| match job.failed_at {
         Some(Step::Copy(i) | Step::Attach(i)) => format!("{e} ({})", plan.binds[i].path.display()),
-        Some(Step::Overlay(i)) => format!("{e} ({})", overlays[i].target.display()),
         _ => e,
     })?;
     drop(held);
+    let overlaid = job
+        .overlays
+        .iter()
+        .map(|o| match o.errno {
+            0 => Ok(()),
+            errno => Err(io::Error::from_raw_os_error(errno).to_string()),
+        })
+        .collect();
     // SAFETY: the helper opened these in the table it shares with this process, for it.
-    let roots = job.overlays.iter().map(|o| unsafe { OwnedFd::from_raw_fd(o.root) }).collect();
+    let roots = job
+        .overlays
+        .iter()
+        .filter(|o| o.root >= 0)
+        .map(|o| unsafe { OwnedFd::from_raw_fd(o.root) })
+        .collect();
     // SAFETY: the helper opened these in the table it shares with this process, for it.
     let own = |fd: RawFd| (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd) });
     let user = own(job.user_ns);
@@ -161,6 +179,7 @@ pub fn create(places: &[Place], overlays: &[Overlay]) -> Result<(Namespaces, Fre
     let [pts, ptmx, shm] = job.devices;
     let fresh = Fresh {
         overlays: roots,
+        overlaid,
         device_dirs: [pts, shm].into_iter().filter_map(own).collect(),
         device_files: own(ptmx).into_iter().collect(),
         private_pts: pts >= 0 && ptmx >= 0,
@@ -256,6 +275,8 @@ struct Layered {
     work: Layer,
     /// The mounted overlay's root, opened by the helper; -1 until then.
     root: RawFd,
+    /// Why it could not be mounted; 0 if it was.
+    errno: i32,
 }
 
 /// A directory the helper opens onto the descriptor `slot`, which `name` names.
@@ -285,7 +306,6 @@ enum Step {
     Copy(usize),
     ReadOnlyRoot,
     Attach(usize),
-    Overlay(usize),
 }
 
 impl Step {
@@ -301,7 +321,6 @@ impl Step {
             Step::Copy(_) => "open_tree".into(),
             Step::ReadOnlyRoot => "mount_setattr(/)".into(),
             Step::Attach(_) => "move_mount".into(),
-            Step::Overlay(_) => "mounting an overlay".into(),
         }
     }
 }
@@ -376,20 +395,10 @@ impl Job<'_> {
             bind.tree = -1;
         }
         fenced?;
-        let mut mounted = Ok(());
-        for (i, overlay) in self.overlays.iter_mut().enumerate() {
-            mounted = or(mount_overlay(overlay), Step::Overlay(i));
-            if mounted.is_err() {
-                break;
+        for overlay in self.overlays.iter_mut() {
+            if let Err(e) = mount_overlay(overlay) {
+                overlay.errno = e.raw_os_error().unwrap_or(libc::EIO);
             }
-        }
-        if mounted.is_err() {
-            // Nothing is handed over on failure.
-            for overlay in self.overlays.iter_mut().filter(|o| o.root >= 0) {
-                unsafe { libc::close(overlay.root) };
-                overlay.root = -1;
-            }
-            return mounted;
         }
         private_devices(&mut self.devices);
         // SAFETY: a plain system call; the helper starts no process, so it changes nothing.
