@@ -68,6 +68,7 @@ fn restrict(
     // Configuration is read, never run.
     let config_files: Vec<&PathBuf> = granted(Reach::Read).collect();
     let no_ioctl = all & !BitFlags::from(AccessFs::IoctlDev);
+    let remove = AccessFs::ReadDir | AccessFs::RemoveDir | AccessFs::RemoveFile;
     let device_file = (read | AccessFs::WriteFile)
         & AccessFs::from_file(ABI_WANTED)
         & !(AccessFs::Execute | AccessFs::IoctlDev);
@@ -103,6 +104,10 @@ fn restrict(
         .add_rules(fd_rules(&fresh.device_dirs, no_ioctl))?
         .add_rules(fd_rules(&fresh.device_files, device_file))?
         .add_rules(rules(child_tmp, all))?
+        // The caches' copies (`tmp::layers`), which the server empties at exit: to list and
+        // remove only. Commands write them through the overlays, whose rules are by
+        // descriptor; none of them makes or changes a file here directly.
+        .add_rules(rules(child_tmp.map(super::tmp::layers), remove))?
         .add_rules(rules(read_only.iter().map(|r| &r.path), read))?
         .add_rules(rules(read_write.iter().map(|r| &r.path), all))?
         .restrict_self()?;

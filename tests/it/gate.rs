@@ -135,6 +135,30 @@ fn r23_a_cache_that_cannot_be_overlaid_keeps_the_namespace_and_shm_private() {
     assert!(!Path::new(&format!("/dev/shm/{name}-own")).exists(), "{out}");
 }
 
+/// The caches' copies (`<TMPDIR>.caches`) go with the server: emptied when it exits.
+/// See: issue #23 (they outlived it, and the next server removed only those of dead pids).
+#[test]
+fn r23_the_caches_copies_are_removed_when_the_server_exits() {
+    if !landlock() {
+        return;
+    }
+    let env = gate_env();
+    let mut server = start(&env, false, &[]);
+    let out = run(
+        &mut server,
+        "mkdir -p ~/.npm/d/e && echo cached > ~/.npm/d/e/entry && echo \"$TMPDIR\"",
+    );
+    assert!(out.contains("[exit code: 0]"), "{out}");
+    let tmp = out.lines().next().expect("the TMPDIR").to_string();
+    let layers = PathBuf::from(format!("{tmp}.caches"));
+    let (_, status) = server.finish();
+    assert!(status.success(), "{status:?}");
+    let left: Vec<_> =
+        std::fs::read_dir(&layers).map(|d| d.flatten().collect()).unwrap_or_default();
+    assert!(left.is_empty(), "{} holds {left:?}", layers.display());
+    assert!(!env.exists("home/.npm/d"), "the real cache changed");
+}
+
 /// `$NAME`, or `~/REL` in the test process's own home, when it exists.
 fn real_home_dir(name: &str, rel: &str) -> Option<PathBuf> {
     let dir = std::env::var_os(name)
