@@ -106,7 +106,7 @@ fn restrict(
         .add_rules(rules(child_tmp, all))?
         // The caches' copies (`tmp::layers`), which the server empties at exit: to list and
         // remove only. Commands write them through the overlays, whose rules are by
-        // descriptor; none of them makes or changes a file here directly.
+        // descriptor; in the namespace an empty tmpfs covers this path.
         .add_rules(rules(child_tmp.map(super::tmp::layers), remove))?
         .add_rules(rules(read_only.iter().map(|r| &r.path), read))?
         .add_rules(rules(read_write.iter().map(|r| &r.path), all))?

@@ -259,7 +259,9 @@ impl Sandbox {
         let (isolation, namespace, overlays, fresh) = match self.pending {
             Pending::Namespace => {
                 let overlays = tmp.map(|t| cache_overlays(roots, t, &grants)).unwrap_or_default();
-                match namespace::create(&places(roots, tmp, &grants), &overlays) {
+                let layers = tmp.map(tmp::layers);
+                match namespace::create(&places(roots, tmp, &grants), &overlays, layers.as_deref())
+                {
                     Ok((entry, fresh)) => {
                         let overlays = mounted_overlays(overlays, &fresh.overlaid);
                         (Isolation::Namespace, Some(Arc::new(entry)), overlays, fresh)

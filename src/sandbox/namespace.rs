@@ -96,8 +96,13 @@ pub struct Namespaces {
 /// Then mounts each of `overlays` over its target, and gives the root of each as it is in the
 /// namespace (for the Landlock rules: an overlay's files are no files of the real directory).
 /// An overlay that cannot be mounted (a cache on a filesystem overlayfs refuses, such as NFS)
-/// is skipped, not the namespace: `Fresh::overlaid` says which.
-pub fn create(places: &[Place], overlays: &[Overlay]) -> Result<(Namespaces, Fresh), String> {
+/// is skipped, not the namespace: `Fresh::overlaid` says which. Last, `hidden` (the overlays'
+/// own layers, which only the overlays write) is covered by an empty read-only tmpfs.
+pub fn create(
+    places: &[Place],
+    overlays: &[Overlay],
+    hidden: Option<&Path>,
+) -> Result<(Namespaces, Fresh), String> {
     let caps = Capabilities::current().map_err(|e| format!("capget: {e}"))?;
     let user =
         !(caps.effective(capabilities::SYS_ADMIN) && caps.effective(capabilities::SYS_CHROOT));
@@ -140,8 +145,16 @@ pub fn create(places: &[Place], overlays: &[Overlay]) -> Result<(Namespaces, Fre
             errno: 0,
         });
     }
+    let hidden = match hidden {
+        Some(path) => Some(
+            CString::new(path.as_os_str().as_bytes())
+                .map_err(|_| format!("{}: a NUL in the path", path.display()))?,
+        ),
+        None => None,
+    };
     let mut job = Job {
         maps: maps.as_ref(),
+        hidden: hidden.as_deref(),
         overlays: &mut layered,
         devices: [-1; 3],
         read_only_root: plan.read_only_root,
@@ -244,6 +257,8 @@ fn check(rc: libc::c_int) -> io::Result<()> {
 struct Job<'a> {
     /// The id maps to write (uid map, setgroups, gid map): with a user namespace.
     maps: Option<&'a [String; 3]>,
+    /// A directory to cover with an empty read-only tmpfs once the overlays are mounted.
+    hidden: Option<&'a CStr>,
     read_only_root: bool,
     binds: &'a mut [Bind],
     overlays: &'a mut [Layered],
@@ -399,6 +414,20 @@ impl Job<'_> {
             if let Err(e) = mount_overlay(overlay) {
                 overlay.errno = e.raw_os_error().unwrap_or(libc::EIO);
             }
+        }
+        if let Some(path) = self.hidden {
+            // The overlays keep their layers by reference; only the path is covered. Failing,
+            // it stays as Landlock leaves it (list and remove).
+            let flags = libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
+            unsafe {
+                libc::mount(
+                    c"tmpfs".as_ptr(),
+                    path.as_ptr(),
+                    c"tmpfs".as_ptr(),
+                    flags,
+                    c"mode=0500,size=4k".as_ptr().cast(),
+                )
+            };
         }
         private_devices(&mut self.devices);
         // SAFETY: a plain system call; the helper starts no process, so it changes nothing.

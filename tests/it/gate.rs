@@ -151,6 +151,12 @@ fn r23_the_caches_copies_are_removed_when_the_server_exits() {
     assert!(out.contains("[exit code: 0]"), "{out}");
     let tmp = out.lines().next().expect("the TMPDIR").to_string();
     let layers = PathBuf::from(format!("{tmp}.caches"));
+    // Commands reach the copies through the overlays only, never their layers.
+    let out = run(
+        &mut server,
+        "ls -R \"$TMPDIR.caches\"; rm -rf \"$TMPDIR.caches\"/*; cat ~/.npm/d/e/entry; echo END",
+    );
+    assert!(out.contains("cached\nEND") && !out.contains("upper"), "{out}");
     let (_, status) = server.finish();
     assert!(status.success(), "{status:?}");
     let left: Vec<_> =
