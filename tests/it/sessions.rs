@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::harness::{path_str, require, Response, Server, TestEnv};
+use crate::harness::{require, Response, Server, TestEnv};
 
 /// A tools/call result: its first text item, `structuredContent`, and `isError`.
 struct Reply {
@@ -344,7 +344,7 @@ fn tty_without_pseudo_terminals_is_an_error() {
         return;
     };
     let env = TestEnv::new(&[], &[]);
-    let allow = format!("{}:rw", path_str(&env.root()));
+    let allow = format!("{}:rw", crate::harness::path_str(&env.root()));
     let mut cmd = unshare_command(unshare);
     cmd.args(["-rm", "sh", "-c", "mount --bind /dev/null /dev/ptmx && exec \"$0\" \"$@\""]);
     cmd.args([crate::harness::BIN, "--mcp-server", "--allow", &allow, "--no-sandbox"]);
