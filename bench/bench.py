@@ -66,7 +66,7 @@ BENCHMARKS = [
 ]
 
 # Run only when named in --only: they need data of their own (scale: ../shared/bench/make-million.sh).
-OPTIONAL_BENCHMARKS = ["scale"]
+OPTIONAL_BENCHMARKS = ["scale", "sessions"]
 
 # The npm tokenizer the tokens row counts with: the same package and version as
 # ../shared/tools/count-tokens, installed once into this directory (REPLAY_TOKENS_DIR).
@@ -1155,6 +1155,160 @@ class Bench:
                        if mcpclient() else client_note())
         summarize(g)
 
+    # 10. command sessions ------------------------------------------------------------------
+
+    def bench_sessions(self):
+        """Background commands and command_session (issue #23), replay alone: a session's start to
+        its first output, a poll with nothing new, a poll of 1 MB, memory per idle session, and ping
+        latency behind 1,000 pipelined foreground commands."""
+        n = 5 if self.quick else 30
+        work = tempfile.mkdtemp(prefix="replay-bench-sessions-")
+        atexit.register(shutil.rmtree, work, True)
+        argv = [self.im.replay, "--mcp-server", "--allow", f"{work}:rw"]
+
+        def reply_of(c, tool, args):
+            dt, reply = c.request("tools/call", {"name": tool, "arguments": args})
+            if "error" in reply:
+                raise McpError(f"replay {tool}: {reply['error']}")
+            return dt, reply["result"]
+
+        def start(c, command):
+            _, res = reply_of(c, "execute_command", {"command": command, "background": True, "waitSeconds": 0})
+            return res["structuredContent"]["session"]
+
+        def kill(c, sid):
+            reply_of(c, "command_session", {"session": sid, "kill": True})
+
+        def pings(c, count):
+            return [c.request("ping", {})[0] for _ in range(count)]
+
+        with McpClient(argv, "replay") as c:
+            c.initialize()
+            # a. start -> first output: the start call, then a poll that waits for output.
+            g = self.group("session-first-output", "background start → its first output")
+            times = []
+            for i in range(n + 1):
+                t0 = now()
+                _, res = reply_of(c, "execute_command", {"command": "echo ready; exec sleep 60",
+                                                         "background": True, "waitSeconds": 0})
+                sid = res["structuredContent"]["session"]
+                out = res["structuredContent"]["stdout"]  # the start's reply may carry it already
+                while "ready" not in out:
+                    _, res = reply_of(c, "command_session", {"session": sid, "waitSeconds": 5})
+                    out += res["structuredContent"]["output"]
+                t1 = now()
+                kill(c, sid)
+                if i:
+                    times.append(t1 - t0)
+            g.add("replay", ms(times), result="output read", peer=False)
+            g.notes.append("execute_command {background: true, waitSeconds: 0}, then command_session "
+                           "{waitSeconds: 5} until `ready` is read; round trips through the Python client")
+            summarize(g)
+
+            # b. a poll with no new output, against a ping on the same server.
+            g = self.group("session-idle-poll", "command_session poll with no new output")
+            sid = start(c, "exec sleep 600")
+            polls = n * 20
+            reply_of(c, "command_session", {"session": sid})
+            poll_t = [c.request("tools/call", {"name": "command_session", "arguments": {"session": sid}})[0]
+                      for _ in range(polls)]
+            ping_t = pings(c, polls)
+            kill(c, sid)
+            g.add("replay", ms(poll_t), result="[running], no output", peer=False, label="replay poll")
+            g.add("replay", ms(ping_t), result="ping", peer=False, label="replay ping (baseline)")
+            server = max(0.0, median(ms(poll_t)) - median(ms(ping_t)))
+            g.notes.append(f"server time ≈ poll median − ping median = {server:.3f} ms (the round trip's "
+                           "pipe and client costs are the ping's)")
+            summarize(g)
+
+            # c. a poll returning 1 MB: two replies, as one carries 512 KB at most.
+            g = self.group("session-poll-1mb", "command_session: 1 MB of output read back")
+            sid = start(c, "head -c 1048576 /dev/zero | tr '\\0' a; exec sleep 600")
+            while True:
+                _, res = reply_of(c, "command_session", {"session": sid, "offset": 0, "waitSeconds": 1})
+                listed = reply_of(c, "command_session", {})[1]["structuredContent"]["sessions"]
+                if any(x["session"] == sid and x["bytes"] >= 1048576 for x in listed):
+                    break
+            times = []
+            for i in range(n + 1):
+                t0 = now()
+                got = 0
+                offset = 0
+                while got < 1048576:
+                    _, res = reply_of(c, "command_session", {"session": sid, "offset": offset})
+                    chunk = len(res["structuredContent"]["output"])
+                    got += chunk
+                    offset += chunk
+                if i:
+                    times.append(now() - t0)
+            kill(c, sid)
+            g.add("replay", ms(times), result=f"{got} bytes in 2 replies", peer=False)
+            g.notes.append("offsets 0 and 524288 (READ_CAP 512 KB); Python client, JSON decoding included")
+            summarize(g)
+
+            # d. memory per idle session: the server's RSS, and the session's processes' PSS.
+            g = self.group("session-memory", "memory per idle session", unit="KiB")
+            def rss_kib(pid):
+                with open(f"/proc/{pid}/status") as f:
+                    return next(int(l.split()[1]) for l in f if l.startswith("VmRSS:"))
+            def pss_kib(pid):
+                try:
+                    with open(f"/proc/{pid}/smaps_rollup") as f:
+                        return next(int(l.split()[1]) for l in f if l.startswith("Pss:"))
+                except (OSError, StopIteration):
+                    return 0
+            def descendants(root):
+                kids = {}
+                for d in os.listdir("/proc"):
+                    if d.isdigit():
+                        try:
+                            with open(f"/proc/{d}/stat") as f:
+                                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+                            kids.setdefault(ppid, []).append(int(d))
+                        except (OSError, IndexError, ValueError):
+                            pass
+                out, todo = [], [root]
+                while todo:
+                    for k in kids.get(todo.pop(), []):
+                        out.append(k)
+                        todo.append(k)
+                return out
+            live = 16
+            pid = c.proc.pid
+            before = rss_kib(pid)
+            sids = [start(c, "exec sleep 600") for _ in range(live)]
+            time.sleep(1.0)
+            after = rss_kib(pid)
+            procs = descendants(pid)
+            pss = sum(pss_kib(p) for p in procs)
+            for sid in sids:
+                kill(c, sid)
+            per = (after - before) / live
+            g.add("replay", [per], result=f"server VmRSS {before} → {after} KiB with {live} sessions",
+                  peer=False, label="replay server RSS / session")
+            g.add("replay", [pss / live], result=f"{len(procs)} processes, PSS {pss} KiB",
+                  peer=False, label="replay session processes PSS / session")
+            g.notes.append("16 sessions of `exec sleep 600` (the most a server keeps); each is a supervisor, "
+                           "its PID namespace's init and the command")
+            summarize(g)
+
+        # e. ping latency behind 1,000 pipelined foreground commands (a fresh server).
+        g = self.group("session-ping-under-load", "ping behind 1,000 pipelined foreground commands")
+        with McpClient(argv, "replay") as c:
+            c.initialize()
+            for _ in range(1000):
+                rid = c.new_id()
+                c.send({"jsonrpc": "2.0", "id": rid, "method": "tools/call",
+                        "params": {"name": "execute_command", "arguments": {"command": "sleep 0.1"}}})
+            t = pings(c, 200)
+            g.add("replay", ms(t), result="200 pings", peer=False,
+                  median_v=median(ms(t)), p95_v=sorted(ms(t))[int(0.99 * len(t)) - 1],
+                  label="replay (p95 column = p99)")
+            g.notes.append("1,000 `sleep 0.1` sent at once (8 run at a time on this machine), then 200 "
+                           "pings one after another; the p95 column shows the p99")
+            summarize(g)
+            c.proc.kill()
+
     # 9. peak RSS ---------------------------------------------------------------------------
 
     def bench_rss(self):
@@ -1901,7 +2055,7 @@ def main():
         log(f"replay binary not found at {impls.replay}: run `cargo build --release` first")
         missing = True
     for sub in ("big", "fixtures/small.txt", "fixtures/big-5mb.txt", "fixtures/dir1000"):
-        if only == ["scale"]:
+        if all(o in OPTIONAL_BENCHMARKS for o in only):  # they bring their own data
             break
         if not os.path.exists(os.path.join(impls.corpus, sub)):
             log(f"corpus incomplete ({os.path.join(impls.corpus, sub)} missing). Build it with:\n"

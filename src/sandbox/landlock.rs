@@ -21,7 +21,7 @@ use landlock::{
 
 use super::grants::{Grant, Reach};
 use super::namespace::Fresh;
-use super::{Kernel, SandboxConfig, DEV_DIRS, DEV_NODES, SYSTEM_READ};
+use super::{Kernel, SandboxConfig, DEV_NODES, SYSTEM_READ};
 use crate::policy::{Access as RootAccess, AllowedRoot};
 
 /// The Landlock ABI whose rights replay asks for; older kernels get what they support.
@@ -68,10 +68,17 @@ fn restrict(
     // Configuration is read, never run.
     let config_files: Vec<&PathBuf> = granted(Reach::Read).collect();
     let no_ioctl = all & !BitFlags::from(AccessFs::IoctlDev);
+    let remove = AccessFs::ReadDir | AccessFs::RemoveDir | AccessFs::RemoveFile;
     let device_file = (read | AccessFs::WriteFile)
         & AccessFs::from_file(ABI_WANTED)
         & !(AccessFs::Execute | AccessFs::IoctlDev);
-    let dev_dirs = DEV_DIRS.iter().filter(|d| host_pts || **d != "/dev/pts");
+    // The server opens the pseudo-terminals of `tty` sessions: the host's `/dev/ptmx` and a
+    // replica under the host's `/dev/pts`, with the ioctls that set one up (unlock, number,
+    // window size). Only where commands cannot reach either path: in the namespace both lie
+    // under its own devpts. The replica's rights are fixed when the server opens it, so the
+    // command that inherits it can set its modes. Nothing else under /dev gets ioctls.
+    let host_pty: &[&str] = if host_pts { &["/dev/pts"] } else { &[] };
+    let host_ptmx: &[&str] = if host_pts { &["/dev/ptmx"] } else { &[] };
     let status = ruleset
         .create()?
         .add_rules(rules(SYSTEM_READ, read))?
@@ -90,10 +97,17 @@ fn restrict(
         ))?
         // No device ioctls on terminals: with them a command could push keystrokes into the
         // user's terminal (TIOCSTI) or change its settings. Opening, reading and writing stay.
-        .add_rules(rules(dev_dirs, no_ioctl))?
+        .add_rules(rules(host_pty, all))?
+        .add_rules(rules(host_ptmx, device_file | AccessFs::IoctlDev))?
+        // `/dev/shm` only as the namespace's own tmpfs (by descriptor): the host's holds other
+        // programs' shared memory. Without the namespace, none.
         .add_rules(fd_rules(&fresh.device_dirs, no_ioctl))?
         .add_rules(fd_rules(&fresh.device_files, device_file))?
         .add_rules(rules(child_tmp, all))?
+        // The caches' copies (`tmp::layers`), which the server empties at exit: to list and
+        // remove only. Commands write them through the overlays, whose rules are by
+        // descriptor; in the namespace an empty tmpfs covers this path.
+        .add_rules(rules(child_tmp.map(super::tmp::layers), remove))?
         .add_rules(rules(read_only.iter().map(|r| &r.path), read))?
         .add_rules(rules(read_write.iter().map(|r| &r.path), all))?
         .restrict_self()?;

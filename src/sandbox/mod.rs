@@ -5,7 +5,8 @@
 //!   system paths a shell needs;
 //! - `namespace`: a mount namespace where everything is read-only but the read-write roots,
 //!   so a command changes no metadata (modes, owners, times, extended attributes) outside
-//!   them, nor anything under a read-only root;
+//!   them, nor anything under a read-only root; and a PID namespace per command, whose init
+//!   (the exec module's lifeline) ends every process in it with the command or the server;
 //! - `seccomp`: a filter in each command refusing what reaches into other processes (`ptrace`
 //!   and the like) and, where no namespace can be made, every metadata change, inside the
 //!   read-write roots too;
@@ -258,8 +259,11 @@ impl Sandbox {
         let (isolation, namespace, overlays, fresh) = match self.pending {
             Pending::Namespace => {
                 let overlays = tmp.map(|t| cache_overlays(roots, t, &grants)).unwrap_or_default();
-                match namespace::create(&places(roots, tmp, &grants), &overlays) {
+                let layers = tmp.map(tmp::layers);
+                match namespace::create(&places(roots, tmp, &grants), &overlays, layers.as_deref())
+                {
                     Ok((entry, fresh)) => {
+                        let overlays = mounted_overlays(overlays, &fresh.overlaid);
                         (Isolation::Namespace, Some(Arc::new(entry)), overlays, fresh)
                     }
                     Err(why) => (without_namespace(why), None, Vec::new(), Default::default()),
@@ -277,8 +281,10 @@ impl Sandbox {
             }
         }
         // Without the namespace the host's /dev/pts is all there is: every terminal of the
-        // machine. Commands get none (they cannot set one up anyway: no device ioctls).
-        let host_pts = namespace.is_some();
+        // machine. Commands get none (they cannot set one up anyway: no device ioctls), and
+        // the server opens none (no `tty` sessions). With it, and a devpts of its own, the
+        // host's is the server's only.
+        let host_pts = namespace.is_some() && fresh.private_pts;
         let kernel = landlock::apply(roots, tmp, &grants, &fresh, host_pts, &self.config);
         drop(fresh);
         // Every command gets the filter: the fallback's refuses metadata changes as well.
@@ -311,6 +317,26 @@ impl Sandbox {
         };
         Applied { status: Status { kernel, isolation }, confinement: CommandConfinement::none() }
     }
+}
+
+/// The overlays that were mounted; each that was not is said on stderr, and its cache stays
+/// read-only to commands (`apply_layers`).
+#[cfg(target_os = "linux")]
+fn mounted_overlays(
+    overlays: Vec<namespace::Overlay>,
+    overlaid: &[Result<(), String>],
+) -> Vec<namespace::Overlay> {
+    let outcomes = overlays.into_iter().zip(overlaid);
+    outcomes
+        .filter_map(|(overlay, outcome)| match outcome {
+            Ok(()) => Some(overlay),
+            Err(e) => {
+                let path = overlay.target.display();
+                tracing::warn!(%path, "cannot give commands a copy of this cache ({e}): they only read it");
+                None
+            }
+        })
+        .collect()
 }
 
 #[cfg(target_os = "linux")]
@@ -448,6 +474,19 @@ impl CommandConfinement {
     #[cfg(not(target_os = "linux"))]
     pub fn none() -> CommandConfinement {
         CommandConfinement::default()
+    }
+
+    /// Whether each command's process, once confined (`apply_to`), starts its next child in a
+    /// PID namespace of its own: in the commands' namespace, where the kernel allows one.
+    #[cfg(target_os = "linux")]
+    pub fn pid_namespace(&self) -> bool {
+        self.confine && self.namespace.as_ref().is_some_and(|n| n.pid)
+    }
+
+    /// Whether each command's process starts its next child in a PID namespace: never here.
+    #[cfg(not(target_os = "linux"))]
+    pub fn pid_namespace(&self) -> bool {
+        false
     }
 
     /// The line a failed command's reply ends with when its `stderr` shows the sandbox

@@ -69,17 +69,25 @@ pub struct Overlay {
 #[derive(Debug, Default)]
 pub struct Fresh {
     pub overlays: Vec<OwnedFd>,
+    /// For each overlay asked for, in order: mounted, or the error that stopped it (the
+    /// cache then stays the real directory, read-only like everything outside the places).
+    pub overlaid: Vec<Result<(), String>>,
     /// `/dev/pts` and `/dev/shm` of the namespace's own.
     pub device_dirs: Vec<OwnedFd>,
     /// `/dev/ptmx`: the private `/dev/pts`'s.
     pub device_files: Vec<OwnedFd>,
+    /// Both `/dev/pts` and `/dev/ptmx` are the namespace's own: commands reach no path to the
+    /// host's terminals.
+    pub private_pts: bool,
 }
 
-/// What a command joins: the namespaces, by descriptor.
+/// What a command joins: the namespaces, by descriptor; and whether it may make a PID
+/// namespace of its own there (the helper could).
 #[derive(Debug)]
 pub struct Namespaces {
     user: Option<OwnedFd>,
     mnt: OwnedFd,
+    pub pid: bool,
 }
 
 /// Has a helper make the namespace (a mount namespace, and a user namespace unless the
@@ -87,7 +95,14 @@ pub struct Namespaces {
 /// but `places` that are writable, and the places that are not but lie inside one that is.
 /// Then mounts each of `overlays` over its target, and gives the root of each as it is in the
 /// namespace (for the Landlock rules: an overlay's files are no files of the real directory).
-pub fn create(places: &[Place], overlays: &[Overlay]) -> Result<(Namespaces, Fresh), String> {
+/// An overlay that cannot be mounted (a cache on a filesystem overlayfs refuses, such as NFS)
+/// is skipped, not the namespace: `Fresh::overlaid` says which. Last, `hidden` (the overlays'
+/// own layers, which only the overlays write) is covered by an empty read-only tmpfs.
+pub fn create(
+    places: &[Place],
+    overlays: &[Overlay],
+    hidden: Option<&Path>,
+) -> Result<(Namespaces, Fresh), String> {
     let caps = Capabilities::current().map_err(|e| format!("capget: {e}"))?;
     let user =
         !(caps.effective(capabilities::SYS_ADMIN) && caps.effective(capabilities::SYS_CHROOT));
@@ -127,10 +142,19 @@ pub fn create(places: &[Place], overlays: &[Overlay]) -> Result<(Namespaces, Fre
             upper: layer(&overlay.upper)?,
             work: layer(&overlay.work)?,
             root: -1,
+            errno: 0,
         });
     }
+    let hidden = match hidden {
+        Some(path) => Some(
+            CString::new(path.as_os_str().as_bytes())
+                .map_err(|_| format!("{}: a NUL in the path", path.display()))?,
+        ),
+        None => None,
+    };
     let mut job = Job {
         maps: maps.as_ref(),
+        hidden: hidden.as_deref(),
         overlays: &mut layered,
         devices: [-1; 3],
         read_only_root: plan.read_only_root,
@@ -139,15 +163,28 @@ pub fn create(places: &[Place], overlays: &[Overlay]) -> Result<(Namespaces, Fre
         errno: 0,
         user_ns: -1,
         mnt_ns: -1,
+        pid_ns: false,
     };
     run(&mut job).map_err(|e| match job.failed_at {
         Some(Step::Copy(i) | Step::Attach(i)) => format!("{e} ({})", plan.binds[i].path.display()),
-        Some(Step::Overlay(i)) => format!("{e} ({})", overlays[i].target.display()),
         _ => e,
     })?;
     drop(held);
+    let overlaid = job
+        .overlays
+        .iter()
+        .map(|o| match o.errno {
+            0 => Ok(()),
+            errno => Err(io::Error::from_raw_os_error(errno).to_string()),
+        })
+        .collect();
     // SAFETY: the helper opened these in the table it shares with this process, for it.
-    let roots = job.overlays.iter().map(|o| unsafe { OwnedFd::from_raw_fd(o.root) }).collect();
+    let roots = job
+        .overlays
+        .iter()
+        .filter(|o| o.root >= 0)
+        .map(|o| unsafe { OwnedFd::from_raw_fd(o.root) })
+        .collect();
     // SAFETY: the helper opened these in the table it shares with this process, for it.
     let own = |fd: RawFd| (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd) });
     let user = own(job.user_ns);
@@ -155,18 +192,21 @@ pub fn create(places: &[Place], overlays: &[Overlay]) -> Result<(Namespaces, Fre
     let [pts, ptmx, shm] = job.devices;
     let fresh = Fresh {
         overlays: roots,
+        overlaid,
         device_dirs: [pts, shm].into_iter().filter_map(own).collect(),
         device_files: own(ptmx).into_iter().collect(),
+        private_pts: pts >= 0 && ptmx >= 0,
     };
-    Ok((Namespaces { user, mnt }, fresh))
+    Ok((Namespaces { user, mnt, pid: job.pid_ns }, fresh))
 }
 
 impl Namespaces {
     /// Joins the namespace and enters the working directory again in it: `cwd` by its path,
     /// following no symlink, checked to be the directory `handle` is (the one the policy
-    /// approved). For a command's process between `fork` and `exec`: system calls only, no
-    /// allocation. The process holds every capability in a user namespace after this; the
-    /// caller drops them.
+    /// approved); then, where the helper could, makes the PID namespace the process's next
+    /// child starts (`pid`: the exec module's lifeline makes that child its init). For a
+    /// command's process between `fork` and `exec`: system calls only, no allocation. The
+    /// process holds every capability in a user namespace after this; the caller drops them.
     pub fn join(&self, cwd: &CStr, handle: RawFd) -> io::Result<()> {
         if let Some(user) = &self.user {
             // SAFETY: plain system calls on descriptors this value owns.
@@ -179,7 +219,12 @@ impl Namespaces {
         // SAFETY: `dir` is this function's own descriptor.
         let entered = if same { check(unsafe { libc::fchdir(dir) }) } else { Err(enoent()) };
         unsafe { libc::close(dir) };
-        entered
+        entered?;
+        if self.pid {
+            // SAFETY: a plain system call; it changes only where this process's children go.
+            check(unsafe { libc::unshare(libc::CLONE_NEWPID) })?;
+        }
+        Ok(())
     }
 }
 
@@ -212,6 +257,8 @@ fn check(rc: libc::c_int) -> io::Result<()> {
 struct Job<'a> {
     /// The id maps to write (uid map, setgroups, gid map): with a user namespace.
     maps: Option<&'a [String; 3]>,
+    /// A directory to cover with an empty read-only tmpfs once the overlays are mounted.
+    hidden: Option<&'a CStr>,
     read_only_root: bool,
     binds: &'a mut [Bind],
     overlays: &'a mut [Layered],
@@ -223,6 +270,9 @@ struct Job<'a> {
     /// The new namespaces, opened in the shared descriptor table; -1 if not.
     user_ns: RawFd,
     mnt_ns: RawFd,
+    /// Whether a PID namespace could be made in them (the helper makes one for its children,
+    /// of which it has none: a probe).
+    pid_ns: bool,
 }
 
 /// A place to mount, prepared before the helper runs.
@@ -240,6 +290,8 @@ struct Layered {
     work: Layer,
     /// The mounted overlay's root, opened by the helper; -1 until then.
     root: RawFd,
+    /// Why it could not be mounted; 0 if it was.
+    errno: i32,
 }
 
 /// A directory the helper opens onto the descriptor `slot`, which `name` names.
@@ -269,7 +321,6 @@ enum Step {
     Copy(usize),
     ReadOnlyRoot,
     Attach(usize),
-    Overlay(usize),
 }
 
 impl Step {
@@ -285,7 +336,6 @@ impl Step {
             Step::Copy(_) => "open_tree".into(),
             Step::ReadOnlyRoot => "mount_setattr(/)".into(),
             Step::Attach(_) => "move_mount".into(),
-            Step::Overlay(_) => "mounting an overlay".into(),
         }
     }
 }
@@ -360,22 +410,28 @@ impl Job<'_> {
             bind.tree = -1;
         }
         fenced?;
-        let mut mounted = Ok(());
-        for (i, overlay) in self.overlays.iter_mut().enumerate() {
-            mounted = or(mount_overlay(overlay), Step::Overlay(i));
-            if mounted.is_err() {
-                break;
+        for overlay in self.overlays.iter_mut() {
+            if let Err(e) = mount_overlay(overlay) {
+                overlay.errno = e.raw_os_error().unwrap_or(libc::EIO);
             }
         }
-        if mounted.is_err() {
-            // Nothing is handed over on failure.
-            for overlay in self.overlays.iter_mut().filter(|o| o.root >= 0) {
-                unsafe { libc::close(overlay.root) };
-                overlay.root = -1;
-            }
-            return mounted;
+        if let Some(path) = self.hidden {
+            // The overlays keep their layers by reference; only the path is covered. Failing,
+            // it stays as Landlock leaves it (list and remove).
+            let flags = libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
+            unsafe {
+                libc::mount(
+                    c"tmpfs".as_ptr(),
+                    path.as_ptr(),
+                    c"tmpfs".as_ptr(),
+                    flags,
+                    c"mode=0500,size=4k".as_ptr().cast(),
+                )
+            };
         }
         private_devices(&mut self.devices);
+        // SAFETY: a plain system call; the helper starts no process, so it changes nothing.
+        self.pid_ns = unsafe { libc::unshare(libc::CLONE_NEWPID) } == 0;
         if self.maps.is_some() {
             self.user_ns = or(open_file(c"/proc/self/ns/user"), Step::OpenNamespace)?;
         }

@@ -6,7 +6,10 @@
 //!
 //! So a sandboxed server cannot remove its directory from the parent. It is made at start-up,
 //! before the sandbox, when the directories of servers that are gone are removed too; at exit
-//! the server empties its own, and the next server to start removes the empty directory.
+//! the server empties its own, and the next server to start removes the empty directory. The
+//! same goes for `<pid>.caches` (`layers`), the caches' copies, which the server's Landlock
+//! domain lets it list and remove in, nothing more. A server that was killed leaves both whole
+//! until the next server starts.
 
 use std::path::{Path, PathBuf};
 

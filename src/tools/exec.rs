@@ -8,7 +8,8 @@
 //! bounded. When the shell exits, whatever it left running in its process group
 //! (`sleep 1000 &`) is killed too: those processes hold the pipes open, and a command's effects
 //! should end with the command. When the server ends first, however it ends, the group's
-//! guardian kills it (`lifeline`).
+//! guardian kills it (`lifeline`). Where the sandbox gives each command a PID namespace, the
+//! guardian is its init, and processes that left the group (`setsid`) end with it too.
 //!
 //! `background` and `tty` run the command as a session instead (`session`, `command_session`).
 
@@ -211,7 +212,7 @@ fn spawn(ctx: &Ctx, command: &str, cwd: &ResolvedPath, io: Streams) -> Result<Ch
     ctx.settings.command_limits.apply_to(&mut cmd);
     let failed = |e| ToolError::io("start /bin/sh", &cwd.shown, e);
     ctx.settings.confinement.apply_to(&mut cmd, &cwd.real, dir.as_fd()).map_err(failed)?;
-    lifeline::guard(&mut cmd).map_err(failed)?;
+    lifeline::guard(&mut cmd, ctx.settings.confinement.pid_namespace()).map_err(failed)?;
     cmd.spawn().map_err(failed)
 }
 

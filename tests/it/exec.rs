@@ -186,6 +186,11 @@ fn assert_group_gone(pgid: u32) {
     });
 }
 
+/// Shell words that print the shell's pid as the host sees it: `$$` and `$!` are the pids in
+/// the command's PID namespace. `read` is a builtin, so `/proc/self` is the shell.
+#[cfg(target_os = "linux")]
+const HOST_PID: &str = "read -r hp _ < /proc/self/stat; echo $hp";
+
 /// The pid a command wrote (`echo $$ > file`), waiting for the whole line to be there.
 #[track_caller]
 #[cfg(target_os = "linux")]
@@ -384,7 +389,8 @@ fn timeout_stops_the_command_with_sigterm() {
 fn timeout_escalates_to_sigkill_when_term_is_ignored() {
     let env = TestEnv::new(&[], &[]);
     let mut server = Server::start(&env);
-    let (run, took) = run_with_one_second(&mut server, "trap '' TERM; echo $$; sleep 100");
+    let (run, took) =
+        run_with_one_second(&mut server, &format!("trap '' TERM; {HOST_PID}; sleep 100"));
     // The deadline, then the whole 3 s grace.
     assert!(took >= Duration::from_secs(4) && took < Duration::from_secs(7), "took {took:?}");
     assert_timed_out(&run, 137);
@@ -397,8 +403,8 @@ fn timeout_escalates_to_sigkill_when_term_is_ignored() {
 fn timeout_kills_background_children() {
     let env = TestEnv::new(&[], &[]);
     let mut server = Server::start(&env);
-    let (run, took) =
-        run_with_one_second(&mut server, "sleep 1000 & echo $! > pid.txt; echo $$; sleep 100");
+    let command = format!("sh -c '{HOST_PID} > pid.txt; exec sleep 1000' & {HOST_PID}; sleep 100");
+    let (run, took) = run_with_one_second(&mut server, &command);
     assert!(took < Duration::from_secs(6), "took {took:?}");
     assert_timed_out(&run, 143);
     assert_gone(read_pid(&env, "root/pid.txt"));
@@ -412,7 +418,11 @@ fn normal_exit_kills_background_children() {
     let mut server = Server::start(&env);
     let start = Instant::now();
     // The shell exits at once; the sleep would hold the output pipes open for 1000 s.
-    let run = sh(&mut server, "sleep 1000 & echo $!; echo $$");
+    let command = format!(
+        "sh -c '{HOST_PID} > pid.txt; exec sleep 1000' & \
+         while [ ! -s pid.txt ]; do sleep 0.01; done; cat pid.txt; {HOST_PID}"
+    );
+    let run = sh(&mut server, &command);
     let took = start.elapsed();
     assert!(took < Duration::from_secs(3), "a background child held the reply {took:?}");
     assert_eq!(run.is_error, None, "{run:?}");
@@ -525,10 +535,11 @@ fn a_running_command_does_not_hold_up_other_requests() {
     assert_eq!(run.out, "done\n[exit code: 0]");
 }
 
-/// Sends `echo $$ > pid.txt; sleep 30` as request `id`, waits until it runs, cancels it.
+/// Sends `echo $$ > pid.txt; sleep 30` (the host's pid) as request `id`, waits until it runs,
+/// cancels it.
 #[cfg(target_os = "linux")]
 fn start_and_cancel(server: &mut Server, env: &TestEnv, id: i64) -> u32 {
-    let command = "echo $$ > pid.txt; sleep 30";
+    let command = format!("{HOST_PID} > pid.txt; sleep 30");
     send_call(server, &json!(id), "execute_command", json!({"command": command}));
     let pgid = read_pid(env, "root/pid.txt");
     server.notify("notifications/cancelled", json!({"requestId": id, "reason": "x"}));

@@ -69,6 +69,102 @@ fn start(env: &TestEnv, seccomp: bool, flags: &[&str]) -> Server {
     server
 }
 
+// ---------------------------------------------------------------------------------------------
+// A cache that cannot be overlaid, and the host's /dev/shm
+// ---------------------------------------------------------------------------------------------
+
+/// A file in the host's `/dev/shm`, removed on drop: what other programs share there.
+struct HostShm(PathBuf);
+
+impl HostShm {
+    fn plant() -> Option<HostShm> {
+        let path = Path::new("/dev/shm").join(format!("replay-gate-{}", std::process::id()));
+        std::fs::write(&path, SECRET).ok()?;
+        Some(HostShm(path))
+    }
+}
+
+impl Drop for HostShm {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
+}
+
+/// The server with `GOCACHE` (a cache the rules grant write to) on /proc: overlayfs refuses
+/// a lower layer there (its dentries revalidate, as NFS's do).
+fn start_with_unoverlayable_cache(env: &TestEnv, seccomp: bool) -> Server {
+    let mut cmd = replay_command();
+    cmd.args(["--mcp-server", "--allow", &format!("{}:rw", path_str(&env.root()))]);
+    cmd.env("HOME", env.path("home")).env("GOCACHE", "/proc/sys/kernel");
+    if seccomp {
+        cmd.env("REPLAY_COMMAND_ISOLATION", "seccomp");
+    }
+    let mut server = Server::from_command(cmd);
+    server.initialize("2025-06-18");
+    server
+}
+
+/// One cache that cannot be overlaid costs that cache its copy, not the commands their mount
+/// namespace; and the host's /dev/shm is never theirs, with the namespace or without.
+/// See: issue #23 (the namespace was dropped whole, and the seccomp fallback granted the
+/// host's /dev/shm).
+#[test]
+fn r23_a_cache_that_cannot_be_overlaid_keeps_the_namespace_and_shm_private() {
+    if !landlock() || !require("a host /dev/shm", Path::new("/dev/shm").is_dir()) {
+        return;
+    }
+    let Some(planted) = HostShm::plant() else {
+        require("a writable /dev/shm", false);
+        return;
+    };
+    let name = planted.0.file_name().expect("a name").to_string_lossy().into_owned();
+    let env = gate_env();
+    let mut server = start_with_unoverlayable_cache(&env, false);
+    let listed = server.call("list_allowed_directories", json!({}));
+    assert!(!listed.line.contains("no mount namespace"), "{}", listed.line);
+    let out = run(&mut server, "ls /dev/shm; cat /proc/sys/kernel/ostype; echo x > /dev/shm/own && cat /dev/shm/own; echo END");
+    assert!(out.contains("END") && !out.contains(&name), "the host's /dev/shm:\n{out}");
+    assert!(out.contains("Linux") && out.contains("x\n"), "{out}");
+    drop(server);
+    let mut server = start_with_unoverlayable_cache(&env, true);
+    // /dev lists (Landlock's ReadDir holds beneath it), but nothing in the host's /dev/shm
+    // opens.
+    let out =
+        run(&mut server, &format!("cat /dev/shm/{name}; echo x > /dev/shm/{name}-own; echo END"));
+    assert!(out.contains("END") && !out.contains(SECRET), "{out}");
+    assert!(!Path::new(&format!("/dev/shm/{name}-own")).exists(), "{out}");
+}
+
+/// The caches' copies (`<TMPDIR>.caches`) go with the server: emptied when it exits.
+/// See: issue #23 (they outlived it, and the next server removed only those of dead pids).
+#[test]
+fn r23_the_caches_copies_are_removed_when_the_server_exits() {
+    if !landlock() {
+        return;
+    }
+    let env = gate_env();
+    let mut server = start(&env, false, &[]);
+    let out = run(
+        &mut server,
+        "mkdir -p ~/.npm/d/e && echo cached > ~/.npm/d/e/entry && echo \"$TMPDIR\"",
+    );
+    assert!(out.contains("[exit code: 0]"), "{out}");
+    let tmp = out.lines().next().expect("the TMPDIR").to_string();
+    let layers = PathBuf::from(format!("{tmp}.caches"));
+    // Commands reach the copies through the overlays only, never their layers.
+    let out = run(
+        &mut server,
+        "ls -R \"$TMPDIR.caches\"; rm -rf \"$TMPDIR.caches\"/*; cat ~/.npm/d/e/entry; echo END",
+    );
+    assert!(out.contains("cached\nEND") && !out.contains("upper"), "{out}");
+    let (_, status) = server.finish();
+    assert!(status.success(), "{status:?}");
+    let left: Vec<_> =
+        std::fs::read_dir(&layers).map(|d| d.flatten().collect()).unwrap_or_default();
+    assert!(left.is_empty(), "{} holds {left:?}", layers.display());
+    assert!(!env.exists("home/.npm/d"), "the real cache changed");
+}
+
 /// `$NAME`, or `~/REL` in the test process's own home, when it exists.
 fn real_home_dir(name: &str, rel: &str) -> Option<PathBuf> {
     let dir = std::env::var_os(name)

@@ -414,10 +414,15 @@ fn held_proc_gives_nothing_of_the_server_or_init() {
     let env = attack_env();
     let token = Some(SECRET.to_string());
     let mut server = start(&env, &[("SOME_API_TOKEN", token)], &[]);
+    // The server's pid as the host's /proc shows it: a command's $PPID is its PID namespace's
+    // init.
+    let server_pid = server.pid();
     let out = run(
         &mut server,
-        "cat /proc/$PPID/environ /proc/1/environ; ls /proc/1/root/ /proc/1/cwd/ /proc/$PPID/cwd/; \
-         head -c 16 /proc/$PPID/mem; echo END",
+        &format!(
+            "cat /proc/{server_pid}/environ /proc/1/environ; ls /proc/1/root/ /proc/1/cwd/ \
+             /proc/{server_pid}/cwd/; head -c 16 /proc/{server_pid}/mem; echo END"
+        ),
     );
     assert!(out.contains("END") && !out.contains(SECRET), "{out}");
     assert!(!out.contains("bin\n"), "{out}");

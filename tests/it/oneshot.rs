@@ -527,7 +527,9 @@ fn call_interrupted_kills_its_command_and_exits_130() {
     let allow = path_str(&env.root());
     // The shell says its pid through the FIFO (an open for writing waits for the reader), then
     // becomes the sleep.
-    let args = r#"{"command": "echo $$ > fifo; exec sleep 50"}"#;
+    // `/proc/self` (the host's) names the shell as the host sees it: `$$` is its pid in the
+    // command's PID namespace.
+    let args = r#"{"command": "read -r p _ < /proc/self/stat; echo $p > fifo; exec sleep 50"}"#;
     let mut cmd = replay(&["call", "execute_command", args, "--allow", &allow]);
     cmd.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
     let mut child = cmd.spawn().expect("spawn replay");

@@ -2,10 +2,12 @@
 //! stdin, for a server and for `replay call`. Each row runs a command that leaves processes in
 //! its process group (a background job, a job of a subshell that already exited), ends replay
 //! while they run, and then looks through `/proc` for any of them. A process that leaves the
-//! group (`setsid`) is not covered (SECURITY.md says so).
+//! group (`setsid`) is covered where commands run in a PID namespace of their own (the `r23`
+//! rows), and not in the fallback without one (SECURITY.md says so).
 //!
 //! See: issue #14 (before it, a server ended by SIGTERM or SIGKILL left `sleep 77 & sleep 78`
-//! running).
+//! running); issue #23 (before it, a `setsid` or double-forked child outlived the deadline and
+//! the server).
 
 use std::fs;
 use std::process::{Command, Stdio};
@@ -16,7 +18,7 @@ use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 use serde_json::json;
 
-use crate::harness::{self, Server, TestEnv};
+use crate::harness::{self, require, Server, TestEnv};
 
 /// A `sleep` duration no other process on the machine uses, to find this row's processes by:
 /// the test process's pid spread over a range no one sleeps for.
@@ -154,4 +156,131 @@ fn r14_commands_die_when_replay_call_gets_sigkill() {
     kill(Pid::from_raw(child.id() as i32), Signal::SIGKILL).expect("signalling replay");
     let _ = child.wait();
     assert_none_left("replay call ended by SIGKILL", &markers);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Processes that leave the group: the PID namespace
+// ---------------------------------------------------------------------------------------------
+
+/// A command whose processes leave its process group, each in a session of its own: a `setsid`
+/// child, a `setsid` grandchild whose parent (a subshell) has exited, and the foreground job.
+fn escaping(markers: &[String]) -> String {
+    format!("setsid sleep {} & (setsid sleep {} &); sleep {}", markers[0], markers[1], markers[2])
+}
+
+/// Whether the server's commands run in a PID namespace of their own: the shell's `NSpid`
+/// line in /proc (the host's) shows two levels. Skips (or fails under CI) without one.
+fn pid_namespace(server: &mut Server) -> bool {
+    let args = json!({"command": "grep NSpid /proc/self/status", "timeout": 10});
+    let data = server.call("execute_command", args).result()["structuredContent"].clone();
+    let line = data["stdout"].as_str().unwrap_or_default().to_string();
+    require("a PID namespace for commands (user namespaces)", line.split_whitespace().count() > 2)
+}
+
+/// A server ended by `signal` while a foreground command's escaped processes run.
+fn foreground_escapees_die_when_server_gets(signal: Signal, row: u32) {
+    let env = TestEnv::new(&[], &[]);
+    let markers = markers(row);
+    let mut server = Server::start(&env);
+    if !pid_namespace(&mut server) {
+        return;
+    }
+    let args = json!({"command": escaping(&markers), "timeout": 60});
+    server.send(&json!({"jsonrpc": "2.0", "id": 70, "method": "tools/call",
+        "params": {"name": "execute_command", "arguments": args}}));
+    wait_running(&markers);
+    kill(Pid::from_raw(server.pid() as i32), signal).expect("signalling replay");
+    drop(server);
+    assert_none_left(&format!("setsid children, server ended by {signal}"), &markers);
+}
+
+#[test]
+fn r23_setsid_children_die_when_the_server_gets_sigterm() {
+    foreground_escapees_die_when_server_gets(Signal::SIGTERM, 10);
+}
+
+#[test]
+fn r23_setsid_children_die_when_the_server_gets_sigkill() {
+    foreground_escapees_die_when_server_gets(Signal::SIGKILL, 11);
+}
+
+/// A session's escaped processes, its shell still running: the server exits at the end of its
+/// stdin (sessions do not hold it), or is SIGKILLed.
+fn session_escapees_die_when_server_ends(sigkill: bool, row: u32) {
+    let env = TestEnv::new(&[], &[]);
+    let markers = markers(row);
+    let mut server = Server::start(&env);
+    if !pid_namespace(&mut server) {
+        return;
+    }
+    let args = json!({"command": escaping(&markers), "background": true, "waitSeconds": 0});
+    let data = server.call("execute_command", args).result()["structuredContent"].clone();
+    assert!(data["session"].is_u64(), "no session: {data}");
+    wait_running(&markers);
+    if sigkill {
+        kill(Pid::from_raw(server.pid() as i32), Signal::SIGKILL).expect("signalling replay");
+        drop(server);
+    } else {
+        let (_, status) = server.finish();
+        assert!(status.success(), "{status:?}");
+    }
+    let how = if sigkill { "SIGKILL" } else { "the end of stdin" };
+    assert_none_left(&format!("a session's setsid children, server ended by {how}"), &markers);
+}
+
+#[test]
+fn r23_a_sessions_setsid_children_die_when_the_server_exits() {
+    session_escapees_die_when_server_ends(false, 12);
+}
+
+#[test]
+fn r23_a_sessions_setsid_children_die_when_the_server_gets_sigkill() {
+    session_escapees_die_when_server_ends(true, 13);
+}
+
+/// The deadline ends the whole command, the processes that left its group included, while the
+/// server runs on.
+#[test]
+fn r23_the_deadline_ends_a_commands_setsid_children() {
+    let env = TestEnv::new(&[], &[]);
+    let markers = markers(14);
+    let mut server = Server::start(&env);
+    if !pid_namespace(&mut server) {
+        return;
+    }
+    let args = json!({"command": format!("{}; wait", escaping(&markers)), "timeout": 1});
+    server.send(&json!({"jsonrpc": "2.0", "id": 70, "method": "tools/call",
+        "params": {"name": "execute_command", "arguments": args}}));
+    wait_running(&markers);
+    let line = server.next_line_within(Duration::from_secs(15));
+    assert!(line.contains("timed out"), "{line}");
+    assert_none_left("setsid children at the deadline", &markers);
+    let reply = server.call("execute_command", json!({"command": "echo still here"}));
+    assert!(reply.line.contains("still here"), "{}", reply.line);
+}
+
+/// `kill: true` ends a session's whole tree, and a shell that exits ends what it left.
+#[test]
+fn r23_kill_and_the_shells_exit_end_a_sessions_setsid_children() {
+    let env = TestEnv::new(&[], &[]);
+    let (killed, exited) = (markers(15), markers(16));
+    let mut server = Server::start(&env);
+    if !pid_namespace(&mut server) {
+        return;
+    }
+    let args = json!({"command": escaping(&killed), "background": true, "waitSeconds": 0});
+    let data = server.call("execute_command", args).result()["structuredContent"].clone();
+    let id = data["session"].as_u64().unwrap_or_else(|| panic!("no session: {data}"));
+    wait_running(&killed);
+    server.call("command_session", json!({"session": id, "kill": true}));
+    assert_none_left("a session's setsid children after kill", &killed);
+    // The shell exits once its escapees run; they end with it.
+    let command = format!(
+        "setsid sleep {} & (setsid sleep {} &); setsid sleep {} & sleep 0.5",
+        exited[0], exited[1], exited[2]
+    );
+    let args = json!({"command": command, "background": true, "waitSeconds": 0});
+    server.call("execute_command", args);
+    wait_running(&exited);
+    assert_none_left("a session's setsid children after its shell exited", &exited);
 }

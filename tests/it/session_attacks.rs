@@ -22,6 +22,18 @@ impl Drop for KillOnDrop {
     }
 }
 
+/// A server whose commands run without the mount and PID namespaces (the seccomp fallback):
+/// only there does a `setsid` child outlive its shell, which the rows on held output need
+/// (orphans.rs has the namespace's rows). Its commands' pids are the host's, too.
+fn fallback_server(env: &TestEnv) -> Server {
+    let mut cmd = replay_command();
+    cmd.args(["--mcp-server", "--allow", &format!("{}:rw", path_str(&env.root()))]);
+    cmd.env("REPLAY_COMMAND_ISOLATION", "seccomp");
+    let mut server = Server::from_command(cmd);
+    server.initialize("2025-06-18");
+    server
+}
+
 #[track_caller]
 fn structured(server: &mut Server, tool: &str, args: Value) -> Value {
     server.call(tool, args).result()["structuredContent"].clone()
@@ -61,7 +73,7 @@ fn leave_setsid_child(server: &mut Server, env: &TestEnv, n: usize) -> (u64, Kil
 #[test]
 fn a_session_whose_shell_exited_is_killed_though_a_setsid_child_holds_its_output() {
     let env = TestEnv::new(&[], &[]);
-    let mut server = Server::start(&env);
+    let mut server = fallback_server(&env);
     let (id, _child) = leave_setsid_child(&mut server, &env, 1);
     let killed = server.call("command_session", json!({"session": id, "kill": true}));
     assert!(
@@ -80,7 +92,7 @@ fn a_session_whose_shell_exited_is_killed_though_a_setsid_child_holds_its_output
 #[test]
 fn sessions_whose_shells_exited_do_not_lock_out_new_ones() {
     let env = TestEnv::new(&[], &[]);
-    let mut server = Server::start(&env);
+    let mut server = fallback_server(&env);
     let _children: Vec<_> = (1..=16).map(|n| leave_setsid_child(&mut server, &env, n).1).collect();
     let args = json!({"command": "echo 17", "background": true, "waitSeconds": 5});
     let reply = server.call("execute_command", args);
@@ -164,8 +176,12 @@ fn a_command_cannot_read_another_sessions_output() {
     {
         assert!(Instant::now() < until, "no output from session {id}");
     }
-    let probe = "for f in \"$TMPDIR\"/* \"$TMPDIR\"/.* /proc/$PPID/fd/*; do \
-                 timeout 2 grep -l \"SPILL-4\"2-MARK \"$f\" 2>/dev/null; done; echo probed";
+    // The server's pid as the host sees it: a command's $PPID is its PID namespace's init.
+    let probe = format!(
+        "for f in \"$TMPDIR\"/* \"$TMPDIR\"/.* /proc/{}/fd/*; do \
+         timeout 2 grep -l \"SPILL-4\"2-MARK \"$f\" 2>/dev/null; done; echo probed",
+        server.pid()
+    );
     let data = structured(&mut server, "execute_command", json!({"command": probe, "timeout": 30}));
     assert_eq!(data["stdout"], "probed\n", "{data}");
     server.call("command_session", json!({"session": id, "kill": true}));
@@ -178,7 +194,7 @@ fn a_command_cannot_read_another_sessions_output() {
 #[test]
 fn a_setsid_child_holding_stdout_does_not_hold_a_foreground_reply() {
     let env = TestEnv::new(&[], &[]);
-    let mut server = Server::start(&env);
+    let mut server = fallback_server(&env);
     let command = "setsid sh -c 'echo $$ > pid; exec sleep 1000' & \
                    while [ ! -s pid ]; do sleep 0.01; done; echo shell done";
     server.send_raw(&raw_call(7, "execute_command", json!({"command": command, "timeout": 2})));

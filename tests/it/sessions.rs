@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-use crate::harness::{path_str, require, Response, Server, TestEnv};
+use crate::harness::{require, Response, Server, TestEnv};
 
 /// A tools/call result: its first text item, `structuredContent`, and `isError`.
 struct Reply {
@@ -117,8 +117,8 @@ fn python() -> Option<&'static str> {
     Path::new(python).exists().then_some(python)
 }
 
-/// A REPL in a terminal: the prompt, an answer to input, and the exit at end of input (^D).
-/// `--no-sandbox`: the sandbox does not let the server open a pseudo-terminal.
+/// A REPL in a terminal, with default flags: the prompt, an answer to input, and the exit at
+/// end of input (^D).
 #[test]
 fn python_repl_is_driven_through_a_terminal() {
     let Some(python) = python() else {
@@ -126,8 +126,7 @@ fn python_repl_is_driven_through_a_terminal() {
         return;
     };
     let env = TestEnv::new(&[], &[]);
-    let allow = format!("{}:rw", path_str(&env.root()));
-    let mut server = Server::start_with(["--mcp-server", "--allow", &allow, "--no-sandbox"]);
+    let mut server = Server::start(&env);
     let id = start_with(
         &mut server,
         json!({"command": format!("{python} -i -q"), "tty": true, "waitSeconds": 0}),
@@ -345,7 +344,7 @@ fn tty_without_pseudo_terminals_is_an_error() {
         return;
     };
     let env = TestEnv::new(&[], &[]);
-    let allow = format!("{}:rw", path_str(&env.root()));
+    let allow = format!("{}:rw", crate::harness::path_str(&env.root()));
     let mut cmd = unshare_command(unshare);
     cmd.args(["-rm", "sh", "-c", "mount --bind /dev/null /dev/ptmx && exec \"$0\" \"$@\""]);
     cmd.args([crate::harness::BIN, "--mcp-server", "--allow", &allow, "--no-sandbox"]);

@@ -16,9 +16,24 @@
 //! the group SIGTERM, and the guardian must outlive a command that ignores it until the
 //! SIGKILL that follows. When the shell exits, the server kills the group, guardian included.
 //!
-//! A process that leaves the group (`setsid`, `setpgid`) is out of the guardian's reach, as it
-//! is out of the deadline's. Alternatives weighed: `PR_SET_PDEATHSIG` is Linux's and covers the
-//! shell alone; signal handlers in the server that kill every group miss SIGKILL and crashes;
+//! Where the commands' mount namespace lets it (Linux, `CommandConfinement::pid_namespace`),
+//! the command runs in a PID namespace of its own instead, as bubblewrap's `--unshare-pid
+//! --die-with-parent` does, and the guardian is the namespace's init. The process the server
+//! started (the supervisor) forks the init, the init forks the shell, and the supervisor waits
+//! for the init and ends as the shell ended, so that the server sees the shell's status. The
+//! init waits for the shell, reaping the orphans the namespace hands it on the way, and for the
+//! end of the lifeline; it exits when either comes, after killing the supervisor's group at the
+//! lifeline's end, and when it exits the kernel kills every process left in the namespace,
+//! `setsid` and double forks included. It dies with the supervisor too (`PR_SET_PDEATHSIG`),
+//! so that the SIGKILL the server sends the group at the deadline, at `kill`, or when the shell
+//! exits ends the whole namespace. Nothing the command runs can kill the init: inside the
+//! namespace, the kernel delivers to it only signals it handles, and it handles none. The
+//! supervisor ignores SIGTERM, SIGINT and SIGHUP, which the group gets for the shell.
+//!
+//! Without the namespace (no mount namespace: `--no-sandbox`, the seccomp fallback), a process
+//! that leaves the group (`setsid`, `setpgid`) is out of the guardian's reach, as it is out of
+//! the deadline's. Alternatives weighed: `PR_SET_PDEATHSIG` is Linux's and covers the shell
+//! alone; signal handlers in the server that kill every group miss SIGKILL and crashes;
 //! kqueue's `EVFILT_PROC` is macOS's and needs a watcher anyway.
 
 use std::io;
@@ -62,18 +77,160 @@ fn above_stdio(fd: OwnedFd) -> io::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(moved) })
 }
 
-/// Has `cmd`'s process fork its guardian just before it runs the program. Added after every
-/// other `pre_exec` hook, so the guardian is confined as the command is.
-pub fn guard(cmd: &mut Command) -> io::Result<()> {
+/// Has `cmd`'s process fork its guardian just before it runs the program: the init of the PID
+/// namespace its confinement made (`pid_namespace`), or else a process in its group. Added
+/// after every other `pre_exec` hook, so the guardian is confined as the command is.
+#[cfg_attr(not(target_os = "linux"), allow(unused_variables))]
+pub fn guard(cmd: &mut Command, pid_namespace: bool) -> io::Result<()> {
     let lifeline = lifeline().ok_or_else(|| io::Error::other("no lifeline for commands"))?;
     let (read, write) = (lifeline.read.as_raw_fd(), lifeline.write.as_raw_fd());
     // SAFETY: the hook runs in the child between fork and exec, where only async-signal-safe
-    // calls are allowed: it makes system calls only (fork, waitpid, and in the guardian close,
-    // dup2, sigaction, chdir, read, kill, _exit), allocating nothing and taking no lock.
+    // calls are allowed: it makes system calls only (fork, waitpid, mmap, and in the guardian
+    // close, dup2, sigaction, sigprocmask, signalfd, prctl, chdir, poll, read, kill, _exit),
+    // allocating nothing and taking no lock.
     unsafe {
+        #[cfg(target_os = "linux")]
+        if pid_namespace {
+            cmd.pre_exec(move || spawn_init(read, write));
+            return Ok(());
+        }
         cmd.pre_exec(move || spawn_guardian(read, write));
     }
     Ok(())
+}
+
+/// Where the init leaves the shell's wait status for the supervisor: a shared page. `NONE`
+/// until the shell has ended.
+#[cfg(target_os = "linux")]
+const NONE: libc::c_int = -1;
+
+/// In the command's process, whose next child starts a PID namespace: forks the init, which
+/// forks the shell. Returns in the shell only (which goes on to run the program); the command's
+/// process becomes the supervisor. Fails (and so does the command) if a fork fails.
+#[cfg(target_os = "linux")]
+fn spawn_init(read: RawFd, write: RawFd) -> io::Result<()> {
+    // SAFETY: an anonymous shared mapping, unmapped by the exit of the processes that hold it.
+    let page = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            std::mem::size_of::<libc::c_int>(),
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::MAP_SHARED | libc::MAP_ANONYMOUS,
+            -1,
+            0,
+        )
+    };
+    if page == libc::MAP_FAILED {
+        return Err(io::Error::last_os_error());
+    }
+    let status = page.cast::<libc::c_int>();
+    // SAFETY: the mapping is this process's, readable and writable.
+    unsafe { status.write_volatile(NONE) };
+    // SAFETY: see `guard`.
+    match unsafe { libc::fork() } {
+        -1 => Err(io::Error::last_os_error()),
+        0 => init(read, write, status),
+        pid => supervise(pid, status),
+    }
+}
+
+/// The namespace's init (pid 1): forks the shell, which returns, then stays as the guardian.
+/// A failed fork returns its error, which the server's spawn reports.
+#[cfg(target_os = "linux")]
+fn init(read: RawFd, write: RawFd, status: *mut libc::c_int) -> io::Result<()> {
+    // SAFETY: async-signal-safe calls only (see `guard`). Set before the shell exists, so that
+    // nothing it runs can end the supervisor before the init would follow it.
+    unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) };
+    // SAFETY: see `guard`.
+    let shell = match unsafe { libc::fork() } {
+        -1 => return Err(io::Error::last_os_error()),
+        0 => return Ok(()),
+        pid => pid,
+    };
+    // SAFETY: async-signal-safe calls only (see `guard`), on descriptors this process owns;
+    // `status` is the shared page.
+    unsafe {
+        libc::close(write);
+        for signal in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP] {
+            libc::signal(signal, libc::SIG_IGN);
+        }
+        if libc::dup2(read, 0) < 0 {
+            libc::kill(0, libc::SIGKILL);
+            libc::_exit(1);
+        }
+        close_from(1);
+        libc::chdir(c"/".as_ptr());
+        // SIGCHLD comes by descriptor, beside the lifeline. Blocked before the first look at
+        // the children, so none is missed.
+        let mut children = std::mem::zeroed::<libc::sigset_t>();
+        libc::sigemptyset(&mut children);
+        libc::sigaddset(&mut children, libc::SIGCHLD);
+        libc::sigprocmask(libc::SIG_BLOCK, &children, std::ptr::null_mut());
+        let signals = libc::signalfd(-1, &children, libc::SFD_CLOEXEC | libc::SFD_NONBLOCK);
+        loop {
+            let mut wait_status = 0;
+            loop {
+                let pid = libc::waitpid(-1, &mut wait_status, libc::WNOHANG);
+                if pid == shell {
+                    status.write_volatile(wait_status);
+                    libc::_exit(0);
+                }
+                if pid <= 0 {
+                    break;
+                }
+            }
+            let mut fds = [
+                libc::pollfd { fd: 0, events: libc::POLLIN, revents: 0 },
+                libc::pollfd { fd: signals, events: libc::POLLIN, revents: 0 },
+            ];
+            // Without a signalfd, a look at the children every 100 ms.
+            let timeout = if signals < 0 { 100 } else { -1 };
+            if libc::poll(fds.as_mut_ptr(), 2, timeout) < 0 {
+                continue;
+            }
+            if fds[0].revents != 0 {
+                // The server is gone: the supervisor's group, then, by exiting, the namespace.
+                libc::kill(0, libc::SIGKILL);
+                libc::_exit(0);
+            }
+            let mut info = [0u8; 128];
+            while libc::read(signals, info.as_mut_ptr().cast(), info.len()) > 0 {}
+        }
+    }
+}
+
+/// Waits for the init, then ends as the shell did: its exit code, or its signal. SIGKILL when
+/// the init left no status (it was killed, or the lifeline ended).
+#[cfg(target_os = "linux")]
+fn supervise(init: libc::pid_t, status: *const libc::c_int) -> ! {
+    // SAFETY: async-signal-safe calls only (see `guard`); `status` is the shared page.
+    unsafe {
+        // Every descriptor closed: the output pipes, the terminal, and the spawn's own error
+        // pipe, which the server reads until the shell's `exec` closes the last copy.
+        close_from(0);
+        for signal in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP, libc::SIGQUIT] {
+            libc::signal(signal, libc::SIG_IGN);
+        }
+        let mut init_status = 0;
+        while libc::waitpid(init, &mut init_status, 0) < 0
+            && io::Error::last_os_error().raw_os_error() == Some(libc::EINTR)
+        {}
+        let shell = status.read_volatile();
+        if shell != NONE && libc::WIFEXITED(shell) {
+            libc::_exit(libc::WEXITSTATUS(shell));
+        }
+        let signal = if shell != NONE && libc::WIFSIGNALED(shell) {
+            libc::WTERMSIG(shell)
+        } else {
+            libc::SIGKILL
+        };
+        libc::signal(signal, libc::SIG_DFL);
+        let mut all = std::mem::zeroed::<libc::sigset_t>();
+        libc::sigfillset(&mut all);
+        libc::sigprocmask(libc::SIG_UNBLOCK, &all, std::ptr::null_mut());
+        libc::kill(libc::getpid(), signal);
+        libc::_exit(128 + signal)
+    }
 }
 
 /// In the command's process: forks a process that forks the guardian and exits at once, and
