@@ -270,7 +270,7 @@ fn read_text(file: &ResolvedPath) -> Result<String, ToolError> {
 /// The `--- path` / `+++ path` / `@@ … @@` diff, or `(no changes)`, within `budget`: the lines
 /// that do not fit are left out, and a note says so. Written line by line, as similar's
 /// `UnifiedDiff` writes it, asking `stop` every thousand lines.
-fn unified_diff(
+pub(crate) fn unified_diff(
     shown: &Path,
     original: &str,
     edited: &str,
