@@ -13,7 +13,7 @@ use crate::error::ToolError;
 use crate::fs::read::{open_regular, read_all, read_capped, MAX_READ_BYTES};
 use crate::policy::ResolvedPath;
 use crate::reply_size::{escaped_text_len, size_name, Budget, REPLY_BYTES, REPLY_NAME};
-use crate::tools::{Content, Ctx, Output};
+use crate::tools::{Content, Ctx, Output, Structured};
 use paging::{Limits, PageError, Range};
 
 /// How much of a file's start a partial read looks at to tell a binary file: one with a NUL byte
@@ -100,10 +100,12 @@ pub fn read_file(ctx: &Ctx, args: ReadFileArgs) -> Result<Output, ToolError> {
         let path = resolved.shown;
         return Err(ToolError::ReplyTooLarge { path, size: bytes.len() as u64, json });
     }
+    // The content's sha256, for a writer's `expectedSha256`: the file as read, in one pass.
+    let sha256 = crate::fs::digest::sha256_hex(&bytes);
     Ok(Output {
         content: vec![content_for(&resolved.real, bytes)],
         is_error: false,
-        structured: None,
+        structured: Some(Structured::Value(serde_json::json!({ "sha256": sha256 }))),
     })
 }
 

@@ -252,7 +252,7 @@ impl Tool {
                 effect: ReadOnly,
                 holds_data: false,
                 command_place: false,
-                runs: Inline,
+                runs: Pool,
                 aliases: None,
             },
             Tool::ListAllowedDirectories => Spec {
