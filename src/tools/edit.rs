@@ -14,6 +14,7 @@ use serde::Deserialize;
 
 use crate::error::{shortened, ToolError};
 use crate::fs::atomic::atomic_write;
+use crate::fs::digest;
 use crate::fs::read::read_capped;
 use crate::policy::ResolvedPath;
 use crate::reply_size::{escaped_text_len, Budget, REPLY_NAME};
@@ -54,6 +55,7 @@ pub struct EditFileArgs {
     edits: Vec<EditArgs>,
     #[serde(default)]
     dry_run: bool,
+    expected_sha256: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -69,14 +71,9 @@ pub fn edit_file(ctx: &Ctx, args: EditFileArgs) -> Result<Output, ToolError> {
     let edits = to_edits(args.edits);
     let resolved = resolve(ctx, &args.path, args.dry_run)?;
     let mut budget = Budget::default();
-    Ok(Output::text(edit_one(
-        ctx,
-        &resolved,
-        &edits,
-        args.dry_run,
-        &mut budget,
-        TurnEnds::WithThisFile,
-    )?))
+    let ends = TurnEnds::WithThisFile;
+    let expected = args.expected_sha256.as_deref();
+    Ok(Output::text(edit_one(ctx, &resolved, &edits, args.dry_run, &mut budget, ends, expected)?))
 }
 
 /// Every path and glob is resolved before any file is touched: a glob that matches nothing
@@ -113,7 +110,7 @@ pub fn edit_files(ctx: &Ctx, args: EditFilesArgs) -> Result<Output, ToolError> {
             return Err(ToolError::Cancelled);
         }
         let ends = TurnEnds::WithTheCall;
-        content.push(match edit_one(ctx, file, &edits, args.dry_run, &mut budget, ends) {
+        content.push(match edit_one(ctx, file, &edits, args.dry_run, &mut budget, ends, None) {
             Ok(text) => Content::Text(text),
             Err(ToolError::Cancelled) => return Err(ToolError::Cancelled),
             Err(e) => Content::Text(e.as_line(&file.shown)),
@@ -224,7 +221,8 @@ enum TurnEnds {
     WithTheCall,
 }
 
-/// Edits one file; returns the reply text. A dry run's diff takes from `budget`.
+/// Edits one file; returns the reply text. A dry run's diff takes from `budget`. With
+/// `expected` (edit_file's `expectedSha256`), the text read must have that sha256.
 fn edit_one(
     ctx: &Ctx,
     file: &ResolvedPath,
@@ -232,6 +230,7 @@ fn edit_one(
     dry_run: bool,
     budget: &mut Budget,
     ends: TurnEnds,
+    expected: Option<&str>,
 ) -> Result<String, ToolError> {
     let shown = &file.shown;
     let original = match read_text(file) {
@@ -239,6 +238,9 @@ fn edit_one(
         Err(ToolError::NotFound { .. }) if dry_run => return Ok(intended_edits(shown, edits)),
         Err(e) => return Err(e),
     };
+    if let Some(expected) = expected {
+        digest::check(shown, expected, Some(digest::sha256_hex(original.as_bytes())))?;
+    }
     let stop = || ctx.cancel.is_cancelled();
     let edited =
         apply_edits_until(&original, edits, MAX_EDITED_BYTES, &stop).map_err(ToolError::from)?;

@@ -8,7 +8,7 @@
 pub mod apply;
 pub mod parse;
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
@@ -16,6 +16,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::error::ToolError;
+use crate::fs::digest;
 use crate::fs::journal::{self, Change};
 use crate::fs::read::read_capped;
 use crate::policy::{Policy, ResolvedPath};
@@ -31,6 +32,9 @@ pub struct ApplyPatchArgs {
     working_directory: Option<String>,
     #[serde(default)]
     dry_run: bool,
+    /// `sha256sum` lines, `HASH  PATH`: the content each file must have.
+    #[serde(default)]
+    expected_sha256: Vec<String>,
 }
 
 /// One file of the patch, resolved and computed, nothing changed yet.
@@ -50,6 +54,7 @@ pub fn apply_patch(ctx: &Ctx, args: ApplyPatchArgs) -> Result<Output, ToolError>
     let patch =
         parse::parse(&args.patch).map_err(|e| ToolError::invalid_params("patch", e.to_string()))?;
     let base = working_directory(ctx, args.working_directory.as_deref());
+    let mut expected = expected_hashes(ctx, &base, &args.expected_sha256)?;
     let mut planned = Vec::with_capacity(patch.files.len());
     let mut targets = HashSet::new();
     for op in &patch.files {
@@ -57,6 +62,10 @@ pub fn apply_patch(ctx: &Ctx, args: ApplyPatchArgs) -> Result<Output, ToolError>
             return Err(ToolError::Cancelled);
         }
         let file = plan(ctx, &base, op, args.dry_run)?;
+        if let Some(hash) = expected.remove(&file.from.real) {
+            let actual = file.old.as_deref().map(|old| digest::sha256_hex(old.as_bytes()));
+            digest::check(&file.from.shown, &hash, actual)?;
+        }
         for target in [Some(&file.from), file.to.as_ref()].into_iter().flatten() {
             if !targets.insert(target.real.clone()) {
                 let detail = format!(
@@ -68,6 +77,14 @@ pub fn apply_patch(ctx: &Ctx, args: ApplyPatchArgs) -> Result<Output, ToolError>
             }
         }
         planned.push(file);
+    }
+    if let Some(path) = expected.into_keys().next() {
+        let detail = format!(
+            "names {}, which the patch does not change: give hashes of the files it updates or \
+             deletes",
+            path.display()
+        );
+        return Err(ToolError::invalid_params("expectedSha256", detail));
     }
     if args.dry_run {
         return dry_run(ctx, &planned);
@@ -86,6 +103,32 @@ pub fn targets(policy: &Policy, args: &Value) -> Option<Vec<String>> {
     };
     let patch = args.get("patch")?.as_str()?;
     Some(parse::header_paths(patch).into_iter().map(|path| joined(&base, path)).collect())
+}
+
+/// `expectedSha256`'s `HASH  PATH` lines (as `sha256sum` prints them), by the path each
+/// resolves to.
+fn expected_hashes(
+    ctx: &Ctx,
+    base: &Path,
+    lines: &[String],
+) -> Result<HashMap<PathBuf, String>, ToolError> {
+    let mut hashes = HashMap::with_capacity(lines.len());
+    for line in lines {
+        let parsed = line.trim().split_once(char::is_whitespace).and_then(|(hash, path)| {
+            // `sha256sum -b` marks a path with `*`.
+            let path = path.trim_start().trim_start_matches('*');
+            let hex = hash.len() == 64 && hash.bytes().all(|b| b.is_ascii_hexdigit());
+            (hex && !path.is_empty()).then_some((hash, path))
+        });
+        let Some((hash, path)) = parsed else {
+            let detail =
+                format!("has {line:?}: expected '<64 hex digits>  <path>', as sha256sum prints");
+            return Err(ToolError::invalid_params("expectedSha256", detail));
+        };
+        let resolved = ctx.policy.resolve_read(&joined(base, path))?;
+        hashes.insert(resolved.real, hash.to_string());
+    }
+    Ok(hashes)
 }
 
 /// Relative paths in the patch are relative to `workingDirectory`, by default the first

@@ -15,6 +15,7 @@ use serde::Deserialize;
 
 use crate::error::ToolError;
 use crate::fs::atomic::atomic_write;
+use crate::fs::digest;
 use crate::policy::confined::{self, Kind, Slot};
 use crate::tools::{Ctx, Output};
 
@@ -24,10 +25,15 @@ pub struct WriteFileArgs {
     content: String,
     #[serde(default)]
     append: bool,
+    #[serde(rename = "expectedSha256")]
+    expected_sha256: Option<String>,
 }
 
 pub fn write_file(ctx: &Ctx, args: WriteFileArgs) -> Result<Output, ToolError> {
     let resolved = ctx.policy.resolve_write(&args.path)?;
+    if let Some(expected) = &args.expected_sha256 {
+        digest::check_file(&resolved, expected)?;
+    }
     let slot =
         resolved.slot_making_parents().map_err(|e| ToolError::io("write", &resolved.shown, e))?;
     if args.append {

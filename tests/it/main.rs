@@ -30,6 +30,8 @@ mod write;
 mod edit;
 // apply_patch: the Codex envelope's cases, all or nothing across files, a SIGKILL mid-commit.
 mod patch;
+// The stale-write guard: the sha256 reads report, and each writer's expectedSha256.
+mod stale;
 // copy_file: files and trees with modes and links, overwrite, nothing left on failure.
 mod copy;
 // move_file: files, directories and links moved, parents made, destinations kept.
