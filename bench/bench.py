@@ -62,6 +62,7 @@ BENCHMARKS = [
     "edits",
     "paging",
     "edit-miss",
+    "patch",
     "tokens",
 ]
 
@@ -1431,6 +1432,81 @@ class Bench:
                     else "every edited file has the expected content")
         summarize(g)
 
+
+    # 10b. apply_patch across files ------------------------------------------------------------
+
+    def bench_patch(self):
+        """apply_patch of 100 files x 10 hunks (one journaled commit) against the same 1,000
+        edits through edit_files (10 edits applied to each of the 100 files, each file its own
+        atomic write). Issue #25's target: apply_patch within 2x of edit_files."""
+        im = self.im
+        n = 3 if self.quick else 7
+        n_files, n_hunks, n_lines = 100, 10, 200
+        g = self.group("patch", f"apply_patch: {n_files} files x {n_hunks} hunks, one call, vs the "
+                                "same edits through edit_files (replay only, per call)")
+        tmp = tempfile.mkdtemp(prefix="replay-bench-patch-")
+        problems = []
+        targets = [10 + 19 * k for k in range(n_hunks)]  # 1-based lines, 3 context lines apart
+        lines = ["line %03d alpha beta\n" % i for i in range(1, n_lines + 1)]
+        original = "".join(lines).encode()
+        expect = list(lines)
+        for i in targets:
+            expect[i - 1] = "line %03d EDITED beta\n" % i
+        expect = "".join(expect).encode()
+        names = [f"f{k:03d}.txt" for k in range(n_files)]
+        paths = [os.path.join(tmp, name) for name in names]
+        hunks = []
+        for i in targets:
+            ctx_before = [" " + lines[j - 1] for j in range(i - 3, i)]
+            ctx_after = [" " + lines[j - 1] for j in range(i + 1, i + 4)]
+            hunks.append("@@\n" + "".join(ctx_before) + "-" + lines[i - 1]
+                         + "+line %03d EDITED beta\n" % i + "".join(ctx_after))
+        body = "".join(f"*** Update File: {name}\n" + "".join(hunks) for name in names)
+        patch = "*** Begin Patch\n" + body + "*** End Patch\n"
+        edits = [{"oldText": "line %03d alpha beta" % i, "newText": "line %03d EDITED beta" % i}
+                 for i in targets]
+
+        def reset():
+            for path in paths:
+                with open(path, "wb") as f:
+                    f.write(original)
+
+        calls = (
+            ("apply_patch", "replay apply_patch", {"patch": patch, "workingDirectory": tmp}),
+            ("edit_files", "replay edit_files", {"paths": paths, "edits": edits}),
+        )
+        medians = {}
+        try:
+            with im.start_replay(allow=f"{tmp}:rw") as c:
+                for tool, label, args in calls:
+                    times = []
+                    try:
+                        for i in range(n + 1):  # the first call is the warm-up
+                            reset()
+                            os.sync()
+                            dt, text = c.call(tool, args)
+                            for path in paths:
+                                with open(path, "rb") as f:
+                                    if f.read() != expect:
+                                        problems.append(f"{label}: {path} has the wrong content")
+                                        break
+                            if i > 0:
+                                times.append(dt)
+                        row = g.add("replay", ms(times), peer=False, label=label)
+                        medians[tool] = row["median"]
+                        row["result"] = f"{row['median'] / (n_files * n_hunks) * 1000:.0f} µs/hunk"
+                    except McpError as e:
+                        g.na("replay", f"error: {e}", label=label)
+                        problems.append(f"{label}: {e}")
+                    log(f"[patch] {label}: " + (f"{median(ms(times)):.1f} ms" if times else "failed"))
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        if len(medians) == 2:
+            ratio = medians["apply_patch"] / medians["edit_files"]
+            g.notes.append(f"apply_patch ÷ edit_files = {ratio:.2f} (target ≤ 2)")
+        g.set_check(not problems, "; ".join(problems[:4]) if problems
+                    else "every file has the expected content after each call")
+        summarize(g)
 
     # 11. partial reads of big files ---------------------------------------------------------
 

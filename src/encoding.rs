@@ -42,27 +42,6 @@ pub enum LineEnding {
     CrLf,
 }
 
-impl LineEnding {
-    /// `text`'s line feeds written with this ending: for the lines an edit adds to a CRLF file.
-    /// A `\r\n` already in `text` stays as it is.
-    #[cfg_attr(not(test), expect(dead_code, reason = "apply_patch's added lines take it"))]
-    pub fn apply<'a>(self, text: &'a str) -> Cow<'a, str> {
-        if self == LineEnding::Lf || !text.contains('\n') {
-            return Cow::Borrowed(text);
-        }
-        let mut out = String::with_capacity(text.len() + text.len() / 32);
-        let mut prev = '\0';
-        for c in text.chars() {
-            if c == '\n' && prev != '\r' {
-                out.push('\r');
-            }
-            out.push(c);
-            prev = c;
-        }
-        Cow::Owned(out)
-    }
-}
-
 impl Decoded {
     /// The encoding's name as the WHATWG Encoding Standard spells it: `UTF-8`, `UTF-16LE`,
     /// `Shift_JIS`, `GBK`, `windows-1252`, ….
@@ -146,18 +125,6 @@ pub fn encode_as(
 ) -> Result<Vec<u8>, Unrepresentable> {
     let like = Decoded { text: String::new(), encoding, bom, line_ending: LineEnding::Lf };
     encode(&like, text)
-}
-
-/// The hook for writers that hold a file's original bytes and its new text (apply_patch):
-/// the new bytes in the original's encoding, BOM and unchanged lines, as [`encode_edit`]
-/// writes them. `new_text` carries its own line endings (`LineEnding::apply` gives added lines
-/// the file's). Bytes that are not text (`decode` says `None`) take the new text as UTF-8.
-#[cfg_attr(not(test), expect(dead_code, reason = "apply_patch calls it"))]
-pub fn encode_like(original: &[u8], new_text: &str) -> Result<Vec<u8>, Unrepresentable> {
-    match decode(original) {
-        Some(like) => encode_edit(&like, original, new_text),
-        None => Ok(new_text.as_bytes().to_vec()),
-    }
 }
 
 /// The bytes as text, or `None` if they are binary.
@@ -263,8 +230,8 @@ fn has_c1_control(text: &str) -> bool {
     memchr::memchr_iter(0xC2, bytes).any(|i| matches!(bytes.get(i + 1), Some(0x80..=0x9F)))
 }
 
-/// `text` in the encoding, with the BOM, of `like`. Line endings are the text's own (see
-/// `LineEnding::apply` for the lines an edit adds). Nothing is returned, only the first
+/// `text` in the encoding, with the BOM, of `like`. Line endings are the text's own (the edit
+/// engines and apply_patch give the lines they add the file's). Nothing is returned, only the first
 /// character the encoding cannot represent, if there is one.
 pub fn encode(like: &Decoded, text: &str) -> Result<Vec<u8>, Unrepresentable> {
     let encoding = like.encoding;

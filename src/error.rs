@@ -114,6 +114,13 @@ pub enum ToolError {
     EditNotApplied {
         detail: String,
     },
+    /// A file whose content no longer has the sha256 the call's `expectedSha256` gave (`actual`
+    /// is `None` for a file that is gone): nothing was changed.
+    Stale {
+        path: PathBuf,
+        expected: String,
+        actual: Option<String>,
+    },
     /// A tool panicked; the server goes on.
     Panicked {
         detail: String,
@@ -147,6 +154,7 @@ impl ToolError {
             | ToolError::Cancelled
             | ToolError::Io { .. }
             | ToolError::EditNotApplied { .. }
+            | ToolError::Stale { .. }
             | ToolError::InvalidRegex { .. }
             | ToolError::Panicked { .. }
             | ToolError::BrokenSchema { .. } => INTERNAL,
@@ -208,6 +216,18 @@ impl fmt::Display for ToolError {
                 write!(f, "not found: the glob `{}` matched no files", shortened(pattern))
             }
             ToolError::EditNotApplied { detail } => f.write_str(detail),
+            ToolError::Stale { path, expected, actual: Some(actual) } => write!(
+                f,
+                "{} changed since it was read: its sha256 is {actual}, not {expected}; nothing was \
+                 changed: read it again and redo the change against its current text",
+                path.display()
+            ),
+            ToolError::Stale { path, expected, actual: None } => write!(
+                f,
+                "{} does not exist, so it cannot have the expected sha256 {expected}; nothing was \
+                 changed",
+                path.display()
+            ),
             ToolError::CommandDenied { name } => {
                 write!(f, "command not allowed: `{name}` is on this server's --deny-command list")
             }

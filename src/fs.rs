@@ -5,6 +5,7 @@
 //! `openat2` beneath them, slots); the modules here do the I/O on the handles it gave.
 
 pub mod atomic;
+pub mod digest;
 pub mod journal;
 pub mod read;
 pub mod tree;

@@ -178,6 +178,13 @@ impl Policy {
         self.roots.first().map(|r| r.path.as_path())
     }
 
+    /// Where a command runs, and what a patch's relative paths are relative to, by default: the
+    /// first read-write root, else the first root.
+    pub fn working_root(&self) -> Option<&Path> {
+        let root = self.roots.iter().find(|r| r.access == Access::Write).or(self.roots.first());
+        root.map(|r| r.path.as_path())
+    }
+
     /// A path to read, list or search: any allowed root will do.
     pub fn resolve_read(&self, raw: &str) -> Result<ResolvedPath, Denied> {
         let (shown, real) = self.resolve(raw, LastLink::Follow)?;

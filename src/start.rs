@@ -9,6 +9,7 @@ use std::sync::Arc;
 use tracing_subscriber::EnvFilter;
 
 use crate::cli::{self, Config, Invocation, OneShot};
+use crate::fs::journal::{self, StateDir};
 use crate::policy::Policy;
 use crate::progress::Cancel;
 use crate::protocol::transport;
@@ -105,6 +106,7 @@ fn serve(config: Config) -> ExitCode {
     if commands {
         limits::make_pids_cgroup(config.command_limits.processes);
     }
+    let state = open_state();
     let mut confined = if config.roots.is_empty() && config.sandbox.enabled {
         confine_later(&config, commands)
     } else {
@@ -115,7 +117,7 @@ fn serve(config: Config) -> ExitCode {
         deferred_sandbox: confined.deferred.take(),
         read_only: config.read_only,
     };
-    let (policy, settings) = scope(config, &confined);
+    let (policy, settings) = scope(config, &confined, state);
     protocol::session::serve(policy, Arc::new(settings), options);
     if let Some(tmp) = &confined.command_tmp {
         tmp.remove();
@@ -136,8 +138,9 @@ fn call_once(call: OneShot) -> ExitCode {
     if commands {
         limits::make_pids_cgroup(config.command_limits.processes);
     }
+    let state = open_state();
     let confined = confine(&config, commands);
-    let (policy, settings) = scope(config, &confined);
+    let (policy, settings) = scope(config, &confined, state);
     // After `confine`: the sandbox binds the threads started later, this one included.
     let cancel = Arc::new(Cancel::default());
     let interrupt = interrupt::watch(Arc::clone(&cancel));
@@ -194,7 +197,7 @@ fn confine(config: &Config, commands: bool) -> Confined {
 }
 
 /// The policy and the tools' settings the configuration describes.
-fn scope(config: Config, confined: &Confined) -> (Policy, Settings) {
+fn scope(config: Config, confined: &Confined, state: Option<Arc<StateDir>>) -> (Policy, Settings) {
     let settings = Settings {
         deny_commands: config.deny_commands,
         command_limits: config.command_limits,
@@ -202,8 +205,35 @@ fn scope(config: Config, confined: &Confined) -> (Policy, Settings) {
         confinement: confined.confinement.clone(),
         sandbox_note: confined.status.note(),
         disabled_tools: config.disabled_tools,
+        state,
     };
     (Policy::new(config.roots, config.home), settings)
+}
+
+/// Opens the server's state directory and recovers the patches a killed server left half
+/// applied, before the sandbox (which grants no path outside the allowed directories): each
+/// file all old or all new again. Without `$XDG_STATE_HOME` or `$HOME`, a per-user directory in
+/// the system's temp directory serves. `None`, and apply_patch refused, when it cannot be opened.
+fn open_state() -> Option<Arc<StateDir>> {
+    let dir = journal::default_state_dir().unwrap_or_else(|| {
+        std::env::temp_dir().join(format!("replay-state-{}", nix::unistd::getuid()))
+    });
+    let state = match StateDir::open(&dir) {
+        Ok(state) => state,
+        Err(e) => {
+            tracing::warn!(dir = %dir.display(), "no state directory, so no apply_patch: {e}");
+            return None;
+        }
+    };
+    match state.recover() {
+        Ok(recovered) => {
+            for done in recovered {
+                tracing::warn!("recovered a patch a killed server left: {done:?}");
+            }
+        }
+        Err(e) => tracing::warn!(dir = %dir.display(), "recovering the journals: {e}"),
+    }
+    Some(Arc::new(state))
 }
 
 /// Logs go to stderr only: stdout carries JSON-RPC.

@@ -187,13 +187,30 @@ impl Drop for Turn {
 }
 
 /// An argument that names a path a writer changes: its write turn is keyed on it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy)]
 pub enum Target {
     /// A string argument holding one path (`path`, `source`, `destination`).
     Path(&'static str),
     /// An array of globs: each keyed on the directory it expands under (edit_files' `paths`).
     GlobBases(&'static str),
+    /// Paths a tool finds in its arguments itself (apply_patch: the patch's file headers).
+    Found(fn(&Policy, &Value) -> Option<Vec<String>>),
 }
+
+/// Two `Found` targets are equal when they are the same function.
+impl PartialEq for Target {
+    fn eq(&self, other: &Target) -> bool {
+        match (self, other) {
+            (Target::Path(a), Target::Path(b)) | (Target::GlobBases(a), Target::GlobBases(b)) => {
+                a == b
+            }
+            (Target::Found(a), Target::Found(b)) => std::ptr::fn_addr_eq(*a, *b),
+            _ => false,
+        }
+    }
+}
+
+impl Eq for Target {}
 
 /// The keys a call of a writer whose paths are in `targets` takes its turn on, from its
 /// arguments `args`, or `None` when it takes none (a dryRun changes nothing). A target the
@@ -202,7 +219,7 @@ pub fn keys(policy: &Policy, targets: &[Target], args: &Value) -> Option<Vec<Pat
     if args.get("dryRun") == Some(&Value::Bool(true)) {
         return None;
     }
-    let targets = paths(targets, args).unwrap_or_else(|| vec![String::from("/")]);
+    let targets = paths(policy, targets, args).unwrap_or_else(|| vec![String::from("/")]);
     let mut keys = Vec::with_capacity(2 * targets.len());
     for target in &targets {
         match policy.resolve_read(target) {
@@ -219,7 +236,7 @@ pub fn keys(policy: &Policy, targets: &[Target], args: &Value) -> Option<Vec<Pat
 
 /// The paths `targets` name in `args`, as the client wrote them: for globs, the directory each
 /// expands under. `None` when the arguments do not say.
-fn paths(targets: &[Target], args: &Value) -> Option<Vec<String>> {
+fn paths(policy: &Policy, targets: &[Target], args: &Value) -> Option<Vec<String>> {
     let mut paths = Vec::new();
     for target in targets {
         match *target {
@@ -229,6 +246,7 @@ fn paths(targets: &[Target], args: &Value) -> Option<Vec<String>> {
                     paths.push(glob_base(glob.as_str()?));
                 }
             }
+            Target::Found(find) => paths.extend(find(policy, args)?),
         }
     }
     Some(paths)

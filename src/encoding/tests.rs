@@ -163,13 +163,6 @@ fn duplicate_codes_outside_the_edit_are_kept() {
 }
 
 #[test]
-fn crlf_for_added_lines() {
-    assert_eq!(LineEnding::CrLf.apply("a\nb\r\nc"), "a\r\nb\r\nc");
-    assert_eq!(LineEnding::CrLf.apply("no newline"), "no newline");
-    assert_eq!(LineEnding::Lf.apply("a\r\nb\n"), "a\r\nb\n");
-}
-
-#[test]
 fn unrepresentable() {
     let check = |bytes: Vec<u8>, new: &str, expect: &str| {
         let d = decode(&bytes).unwrap();
@@ -195,19 +188,6 @@ fn unrepresentable() {
     );
     check(legacy("gbk", CHINESE), &format!("€{CHINESE}"), "written");
     check(utf16("x\n", true), "😀\n", "written");
-}
-
-/// The hook apply_patch calls: the edit in the original's encoding, duplicate codes outside it
-/// kept; bytes that are not text take the new text as UTF-8.
-#[test]
-fn encode_like_keeps_the_original() {
-    let bytes = legacy("shift_jis", JAPANESE);
-    let edited = JAPANESE.replacen("日本", "東京", 1);
-    assert_eq!(encode_like(&bytes, &edited).unwrap(), legacy("shift_jis", &edited));
-    let wide = utf16("a\r\nb\r\n", false);
-    assert_eq!(encode_like(&wide, "a\r\nc\r\n").unwrap(), utf16("a\r\nc\r\n", false));
-    assert_eq!(encode_like(b"\x00\x01", "text").unwrap(), b"text");
-    assert!(encode_like(&bytes, "😀").is_err());
 }
 
 #[test]

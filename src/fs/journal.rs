@@ -1,13 +1,14 @@
 //! A change to several files that a crash leaves all old or all new: apply_patch's commit.
 //!
 //! `commit` works in steps, each durable (fsync'd) before the next:
-//! 1. a journal in the server's state directory lists every target, the temp file its new
-//!    content goes to and the backup that keeps its old content, marked `staging`;
+//! 1. the server's journal (`<pid>.journal` in its state directory, opened at start) lists
+//!    every target, the temp file its new content goes to and the backup that keeps its old
+//!    content, marked `staging`;
 //! 2. each new content is written to its temp file beside its target (the target's mode, xattrs
 //!    and, where allowed, owner), and each existing target gets a hard link as its backup;
-//! 3. the journal is rewritten as `committed`: the commit point;
+//! 3. the journal's state line is overwritten with `committed` in place: the commit point;
 //! 4. each temp file is renamed over its target, each deleted target unlinked;
-//! 5. the backups are removed, then the journal.
+//! 5. the backups are removed, then the journal emptied.
 //!
 //! At the next start, `StateDir::recover` replays what a killed server left: a `staging` journal
 //! is rolled back (its temp files and backups removed; no target was touched yet), a
@@ -15,45 +16,55 @@
 //! made made). Every step of either is idempotent, so a crash during recovery is recovered the
 //! same way. A failure in step 4 while the server runs is rolled back from the backups.
 //!
-//! Two servers do not collide: each has its own journals (`<pid>.<n>.journal`) and holds an
+//! Two servers do not collide: each has its own journal (`<pid>.journal`) and holds an
 //! exclusive `flock` on `<pid>.lock` while it runs; recovery takes only the journals whose lock
 //! it can take, that is whose server is gone (a reused pid locks the same file, and recovers its
 //! predecessor's journals itself, before it writes any).
 //!
-//! Paths are absolute and already resolved through the policy; the temp files and backups are
-//! siblings of their targets (`.replay-patch.<pid>.<n>.<i>.new` / `.old`), so every rename stays
-//! within a directory and a file system.
-
-#![cfg_attr(not(test), expect(dead_code, reason = "apply_patch commits through it once wired"))]
+//! Every target comes resolved through the policy, with its slot (its directory opened beneath
+//! its allowed root): while the server runs, each step goes through that handle, no path is
+//! looked up again. The temp files and backups are siblings of their targets
+//! (`.replay-patch.<pid>.<n>.<i>.new` / `.old`), so every rename stays within a directory and a
+//! file system. Commits of one server take turns on its one journal.
 
 use std::ffi::OsStr;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
-use std::os::fd::AsFd;
+use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{DirBuilderExt, MetadataExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, FileExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
 
-use nix::fcntl::{Flock, FlockArg};
+use nix::errno::Errno;
+use nix::fcntl::{openat, renameat, AtFlags, Flock, FlockArg, OFlag};
+use nix::unistd::{linkat, unlinkat, UnlinkatFlags};
 
 use crate::platform;
+use crate::policy::confined::{self, Kind, Slot};
 
 /// The prefix of the temp files and backups a commit puts beside its targets.
 pub const PATCH_PREFIX: &str = ".replay-patch.";
 const MAGIC: &str = "replay-journal 1";
+/// The state line, both spellings one length, so that the commit point is one 9-byte write in
+/// place (within the file's first sector, which no file system tears).
+const STAGING: &str = "staging  ";
+const COMMITTED: &str = "committed";
 
-/// One file's change. A move is a `Write` of the new path and a `Delete` of the old.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Change {
-    /// The file gets `content`, whether it exists or not.
-    Write {
-        path: PathBuf,
-        content: Vec<u8>,
-    },
-    Delete {
-        path: PathBuf,
-    },
+/// One file's change: the target, resolved through the policy, as an absolute path (for the
+/// journal, which recovery reads at the next start) and as its slot (its directory's handle,
+/// which every step of this run goes through). A move is a write of the new path and a
+/// deletion of the old.
+#[derive(Debug)]
+pub struct Change {
+    pub path: PathBuf,
+    pub slot: Slot,
+    /// The new content; `None` deletes the target.
+    pub content: Option<Vec<u8>>,
+    /// The mode (less setuid and setgid) a new file gets, where no file is there to keep one
+    /// of: a moved file's. `None`: 0666 less the umask.
+    pub new_mode: Option<u32>,
 }
 
 /// The steps of a commit, for `commit_until` to stop after (as a kill would).
@@ -67,14 +78,18 @@ pub enum Step {
     Committed,
     /// The `i`th change is in place.
     Applied(usize),
-    /// The backups are removed; the journal is not yet.
+    /// The backups are removed; the journal is not yet emptied.
     Cleaned,
 }
 
-/// The server's private state directory, locked as this process's for as long as it lives.
+/// The server's private state directory, locked as this process's for as long as it lives,
+/// and this process's journal in it, opened at start: the kernel sandbox, applied after,
+/// grants no path outside the allowed directories, but an open file stays writable. Commits
+/// take turns on it.
 #[derive(Debug)]
 pub struct StateDir {
     dir: PathBuf,
+    journal: Mutex<File>,
     _lock: Flock<File>,
 }
 
@@ -101,23 +116,42 @@ fn state_dir_from(
 /// What recovery did with one journal.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Recovered {
-    RolledBack { journal: PathBuf },
-    RolledForward { journal: PathBuf },
+    RolledBack {
+        journal: PathBuf,
+    },
+    RolledForward {
+        journal: PathBuf,
+    },
+    /// Cut short while it was first written, before any file was staged: nothing to undo.
+    Discarded {
+        journal: PathBuf,
+    },
 }
 
 impl StateDir {
-    /// Creates the directory (0700) if needed and locks it as this process's.
+    /// Creates the directory (0700) if needed, locks it as this process's and opens its
+    /// journal (`<pid>.journal`), leaving what a predecessor of the same pid wrote there for
+    /// `recover`.
     pub fn open(dir: &Path) -> io::Result<StateDir> {
         fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
-        let lock = lock_file(dir, std::process::id())?;
+        let pid = std::process::id();
+        let lock = lock_file(dir, pid)?;
         let lock =
             Flock::lock(lock, FlockArg::LockExclusive).map_err(|(_, e)| io::Error::from(e))?;
-        Ok(StateDir { dir: dir.to_path_buf(), _lock: lock })
+        let journal = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(dir.join(format!("{pid}.journal")))?;
+        Ok(StateDir { dir: dir.to_path_buf(), journal: Mutex::new(journal), _lock: lock })
     }
 
-    /// Recovers the journals of servers that are gone (this process's own pid included: they
-    /// are a predecessor's), each rolled back or forward as its state says. A journal that
-    /// cannot be read is left where it is and named in the error.
+    /// Recovers the journals of servers that are gone (this process's own pid included: it is a
+    /// predecessor's), each rolled back or forward as its state says. Runs at start, before the
+    /// sandbox, by path: the paths were resolved through the policy when they were written.
     pub fn recover(&self) -> io::Result<Vec<Recovered>> {
         let own = std::process::id();
         let mut done = Vec::new();
@@ -135,21 +169,34 @@ impl StateDir {
                 let lock = lock_file(&self.dir, pid)?;
                 match Flock::lock(lock, FlockArg::LockExclusiveNonblock) {
                     Ok(held) => Some(held),
-                    Err((_, nix::errno::Errno::EWOULDBLOCK)) => continue,
+                    Err((_, Errno::EWOULDBLOCK)) => continue,
                     Err((_, e)) => return Err(e.into()),
                 }
             };
             let path = self.dir.join(&name);
-            let journal = read_journal(&path)?;
-            if journal.committed {
-                roll_forward(&journal.entries)?;
-                done.push(Recovered::RolledForward { journal: path.clone() });
-            } else {
-                roll_back(&journal.entries);
-                done.push(Recovered::RolledBack { journal: path.clone() });
+            let text = fs::read(&path)?;
+            if !text.is_empty() {
+                done.push(match parse_journal(&text) {
+                    Some(journal) if journal.committed => {
+                        roll_forward(&journal.entries)?;
+                        Recovered::RolledForward { journal: path.clone() }
+                    }
+                    Some(journal) => {
+                        roll_back(&journal.entries);
+                        Recovered::RolledBack { journal: path.clone() }
+                    }
+                    None => Recovered::Discarded { journal: path.clone() },
+                });
             }
-            fs::remove_file(&path)?;
-            sync_dir(&self.dir);
+            if pid == own {
+                let journal = self.journal.lock().unwrap_or_else(|e| e.into_inner());
+                journal.set_len(0)?;
+                journal.sync_all()?;
+            } else {
+                fs::remove_file(&path)?;
+                let _ = fs::remove_file(self.dir.join(format!("{pid}.lock")));
+                sync_dir(&self.dir);
+            }
         }
         Ok(done)
     }
@@ -164,15 +211,12 @@ fn lock_file(dir: &Path, pid: u32) -> io::Result<File> {
         .open(dir.join(format!("{pid}.lock")))
 }
 
-/// The `<pid>` of `<pid>.<n>.journal`.
+/// The `<pid>` of `<pid>.journal`.
 fn journal_pid(name: &OsStr) -> Option<u32> {
-    let name = name.to_str()?.strip_suffix(".journal")?;
-    let (pid, n) = name.split_once('.')?;
-    n.parse::<u64>().ok()?;
-    pid.parse().ok()
+    name.to_str()?.strip_suffix(".journal")?.parse().ok()
 }
 
-/// One target of a commit and its sibling files.
+/// One target of a commit and its sibling files, as the journal records them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Entry {
     target: PathBuf,
@@ -180,6 +224,16 @@ struct Entry {
     temp: Option<PathBuf>,
     /// The old content's hard link; `None` where the target did not exist.
     backup: Option<PathBuf>,
+}
+
+impl Entry {
+    fn temp_name(&self) -> Option<&OsStr> {
+        self.temp.as_deref().and_then(Path::file_name)
+    }
+
+    fn backup_name(&self) -> Option<&OsStr> {
+        self.backup.as_deref().and_then(Path::file_name)
+    }
 }
 
 struct Journal {
@@ -225,29 +279,26 @@ pub fn commit_until(
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
     let pid = std::process::id();
-    let journal_path = state.dir.join(format!("{pid}.{n}.journal"));
     let mut entries = Vec::with_capacity(changes.len());
     for (i, change) in changes.iter().enumerate() {
-        let target = match change {
-            Change::Write { path, .. } | Change::Delete { path } => path,
-        };
         let sibling = |kind: &str| {
             let name = format!("{PATCH_PREFIX}{pid}.{n}.{i}.{kind}");
-            target.parent().map(|dir| dir.join(name))
+            change.path.parent().map(|dir| dir.join(name))
         };
         let missing = || io::Error::new(io::ErrorKind::InvalidInput, "a target has no parent");
-        let exists = fs::symlink_metadata(target).is_ok();
+        let exists = change.slot.stat()?.is_some();
         entries.push(Entry {
-            target: target.clone(),
-            temp: match change {
-                Change::Write { .. } => Some(sibling("new").ok_or_else(missing)?),
-                Change::Delete { .. } => None,
+            target: change.path.clone(),
+            temp: match change.content {
+                Some(_) => Some(sibling("new").ok_or_else(missing)?),
+                None => None,
             },
             backup: if exists { Some(sibling("old").ok_or_else(missing)?) } else { None },
         });
     }
 
-    write_journal(&journal_path, false, &entries)?;
+    let journal = state.journal.lock().unwrap_or_else(|e| e.into_inner());
+    write_journal(&journal, &entries)?;
     if stop(Step::Planned) {
         return Ok(());
     }
@@ -258,74 +309,133 @@ pub fn commit_until(
                 return Ok(true);
             }
         }
-        for dir in parents(&entries) {
-            sync_dir(dir);
+        for change in changes {
+            let _ = nix::unistd::fsync(change.slot.dir.as_fd());
         }
-        write_journal(&journal_path, true, &entries)?;
+        mark_committed(&journal)?;
         Ok(stop(Step::Committed))
     })();
     match staged {
         Ok(true) => return Ok(()),
         Ok(false) => {}
         Err(e) => {
-            roll_back(&entries);
-            let _ = fs::remove_file(&journal_path);
+            discard(&entries, changes);
+            let _ = clear(&journal);
             return Err(e);
         }
     }
 
-    for (i, entry) in entries.iter().enumerate() {
-        if let Err(e) = apply(entry) {
-            undo(&entries[..i + 1]);
-            roll_back(&entries);
-            let _ = fs::remove_file(&journal_path);
+    for (i, (entry, change)) in entries.iter().zip(changes).enumerate() {
+        if let Err(e) = apply_at(entry, change) {
+            undo(&entries[..i + 1], &changes[..i + 1]);
+            discard(&entries, changes);
+            let _ = clear(&journal);
             return Err(e);
         }
         if stop(Step::Applied(i)) {
             return Ok(());
         }
     }
-    for dir in parents(&entries) {
-        sync_dir(dir);
+    for change in changes {
+        let _ = nix::unistd::fsync(change.slot.dir.as_fd());
     }
-    remove_backups(&entries);
+    for (entry, change) in entries.iter().zip(changes) {
+        if let Some(backup) = entry.backup_name() {
+            let _ = unlinkat(change.slot.dir.as_fd(), backup, UnlinkatFlags::NoRemoveDir);
+        }
+    }
     if stop(Step::Cleaned) {
         return Ok(());
     }
-    fs::remove_file(&journal_path)?;
-    sync_dir(&state.dir);
-    Ok(())
+    clear(&journal)
 }
 
 /// Writes the entry's temp file (mode, xattrs and owner of the target it replaces) and links
-/// its backup.
+/// its backup, all in the target's directory handle.
 fn stage(entry: &Entry, change: &Change) -> io::Result<()> {
-    let old = fs::symlink_metadata(&entry.target).ok();
-    if let (Some(temp), Change::Write { content, .. }) = (&entry.temp, change) {
-        let mut file = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(if old.is_some() { 0o600 } else { 0o666 })
-            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-            .open(temp)?;
+    let dir = change.slot.dir.as_fd();
+    let name = change.slot.name.as_os_str();
+    let old = change.slot.stat()?;
+    if let Some(old) = &old {
+        if old.kind() != Kind::File {
+            // The tool checked for a regular file: anything else was put there since.
+            return Err(io::Error::from(Errno::ELOOP));
+        }
+    }
+    if let (Some(temp), Some(content)) = (entry.temp_name(), &change.content) {
+        let flags =
+            OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
+        let mode = if old.is_some() { 0o600 } else { 0o666 };
+        let mut file = File::from(openat(dir, temp, flags, platform::mode(mode))?);
         if let Some(old) = &old {
-            if let Ok(source) = File::open(&entry.target) {
-                platform::set_xattrs(file.as_fd(), &platform::kept_xattrs(source.as_fd()));
-            }
+            platform::set_xattrs(file.as_fd(), &old_xattrs(dir, name));
             // Only root may give a file away; for anyone else this fails and the owner is theirs.
-            let _ = std::os::unix::fs::fchown(&file, Some(old.uid()), Some(old.gid()));
-            file.set_permissions(fs::Permissions::from_mode(old.mode() & super::KEPT_MODE_BITS))?;
+            let _ = std::os::unix::fs::fchown(&file, Some(old.uid), Some(old.gid));
+            file.set_permissions(fs::Permissions::from_mode(old.mode & super::KEPT_MODE_BITS))?;
+        } else if let Some(mode) = change.new_mode {
+            file.set_permissions(fs::Permissions::from_mode(mode & super::KEPT_MODE_BITS))?;
         }
         file.write_all(content)?;
         file.sync_all()?;
     }
-    if let Some(backup) = &entry.backup {
-        fs::hard_link(&entry.target, backup)?;
+    if let Some(backup) = entry.backup_name() {
+        linkat(dir, name, dir, backup, AtFlags::empty())?;
     }
     Ok(())
 }
 
-/// Puts one entry's change in place: idempotent, for recovery to repeat.
+/// The xattrs of the file a rewrite replaces: best effort, as `fs::atomic` keeps them.
+fn old_xattrs(dir: BorrowedFd<'_>, name: &OsStr) -> Vec<(std::ffi::CString, Vec<u8>)> {
+    let flags = OFlag::O_RDONLY | OFlag::O_NOFOLLOW | OFlag::O_NONBLOCK | OFlag::O_CLOEXEC;
+    match openat(dir, name, flags, nix::sys::stat::Mode::empty()) {
+        Ok(fd) => platform::kept_xattrs(fd.as_fd()),
+        Err(_) => Vec::new(),
+    }
+}
+
+/// Puts one entry's change in place through its directory handle.
+fn apply_at(entry: &Entry, change: &Change) -> io::Result<()> {
+    let dir = change.slot.dir.as_fd();
+    let name = change.slot.name.as_os_str();
+    match entry.temp_name() {
+        Some(temp) => Ok(renameat(dir, temp, dir, name)?),
+        None => Ok(unlinkat(dir, name, UnlinkatFlags::NoRemoveDir)?),
+    }
+}
+
+/// Puts back the old state of entries already applied, from their backups, while the server
+/// runs (a rename refused in step 4).
+fn undo(entries: &[Entry], changes: &[Change]) {
+    for (entry, change) in entries.iter().zip(changes) {
+        let dir = change.slot.dir.as_fd();
+        let name = change.slot.name.as_os_str();
+        match entry.backup_name() {
+            Some(backup) => {
+                let _ = renameat(dir, backup, dir, name);
+            }
+            None => {
+                let placed = entry
+                    .temp_name()
+                    .is_some_and(|temp| confined::stat_at(dir, temp) == Err(Errno::ENOENT));
+                if placed {
+                    let _ = unlinkat(dir, name, UnlinkatFlags::NoRemoveDir);
+                }
+            }
+        }
+    }
+}
+
+/// Removes this run's temp files and backups, through the directory handles.
+fn discard(entries: &[Entry], changes: &[Change]) {
+    for (entry, change) in entries.iter().zip(changes) {
+        for sibling in [entry.temp_name(), entry.backup_name()].into_iter().flatten() {
+            let _ = unlinkat(change.slot.dir.as_fd(), sibling, UnlinkatFlags::NoRemoveDir);
+        }
+    }
+}
+
+/// Puts one entry's change in place by path, at recovery: idempotent, for a crash during
+/// recovery to be recovered the same way.
 fn apply(entry: &Entry) -> io::Result<()> {
     match &entry.temp {
         Some(temp) => match fs::rename(temp, &entry.target) {
@@ -339,23 +449,6 @@ fn apply(entry: &Entry) -> io::Result<()> {
     }
 }
 
-/// Puts back the old state of entries already applied, from their backups, while the server
-/// runs (a rename refused in step 4).
-fn undo(entries: &[Entry]) {
-    for entry in entries {
-        match &entry.backup {
-            Some(backup) => {
-                let _ = fs::rename(backup, &entry.target);
-            }
-            None => {
-                if entry.temp.as_ref().is_some_and(|temp| !temp.exists()) {
-                    let _ = fs::remove_file(&entry.target);
-                }
-            }
-        }
-    }
-}
-
 fn roll_forward(entries: &[Entry]) -> io::Result<()> {
     for entry in entries {
         apply(entry)?;
@@ -363,7 +456,9 @@ fn roll_forward(entries: &[Entry]) -> io::Result<()> {
     for dir in parents(entries) {
         sync_dir(dir);
     }
-    remove_backups(entries);
+    for backup in entries.iter().filter_map(|entry| entry.backup.as_ref()) {
+        let _ = fs::remove_file(backup);
+    }
     Ok(())
 }
 
@@ -376,12 +471,6 @@ fn roll_back(entries: &[Entry]) {
     }
 }
 
-fn remove_backups(entries: &[Entry]) {
-    for backup in entries.iter().filter_map(|entry| entry.backup.as_ref()) {
-        let _ = fs::remove_file(backup);
-    }
-}
-
 /// The targets' directories, once each.
 fn parents(entries: &[Entry]) -> Vec<&Path> {
     let mut dirs: Vec<&Path> = entries.iter().filter_map(|e| e.target.parent()).collect();
@@ -390,19 +479,18 @@ fn parents(entries: &[Entry]) -> Vec<&Path> {
     dirs
 }
 
-/// Makes a directory's entries (a rename, a new file) durable: best effort, as a directory
-/// some file systems cannot fsync still renames atomically.
+/// Makes a directory's entries durable: best effort, as a directory some file systems cannot
+/// fsync still renames atomically.
 fn sync_dir(dir: &Path) {
     if let Ok(dir) = File::open(dir) {
         let _ = dir.sync_all();
     }
 }
 
-/// Writes the journal whole, through a temp file renamed over it, so it is never read torn:
-/// `replay-journal 1`, `staging` or `committed`, then one line per entry
+/// The journal's text: `replay-journal 1`, the state line, then one line per entry
 /// (`<target> <temp|-> <backup|->`, each path's bytes in hex), then `end`.
-fn write_journal(path: &Path, committed: bool, entries: &[Entry]) -> io::Result<()> {
-    let mut text = format!("{MAGIC}\n{}\n", if committed { "committed" } else { "staging" });
+fn journal_text(committed: bool, entries: &[Entry]) -> String {
+    let mut text = format!("{MAGIC}\n{}\n", if committed { COMMITTED } else { STAGING });
     for entry in entries {
         let field = |p: &Option<PathBuf>| p.as_deref().map_or("-".to_string(), hex);
         text.push_str(&format!(
@@ -413,48 +501,54 @@ fn write_journal(path: &Path, committed: bool, entries: &[Entry]) -> io::Result<
         ));
     }
     text.push_str("end\n");
-    let temp = path.with_extension("journal-new");
-    let mut file =
-        OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(&temp)?;
-    file.write_all(text.as_bytes())?;
-    file.sync_all()?;
-    fs::rename(&temp, path)?;
-    sync_dir(path.parent().unwrap_or(Path::new("/")));
-    Ok(())
+    text
 }
 
-fn read_journal(path: &Path) -> io::Result<Journal> {
-    let bad = || {
-        io::Error::new(
-            io::ErrorKind::InvalidData,
-            format!("{} is not a journal replay can read: left as it is", path.display()),
-        )
-    };
-    let text = fs::read_to_string(path)?;
+/// Writes the `staging` journal into the (empty) journal file, durably. A crash while it is
+/// written leaves a text without its `end` line, which recovery discards: nothing is staged
+/// before this returns.
+fn write_journal(file: &File, entries: &[Entry]) -> io::Result<()> {
+    let text = journal_text(false, entries);
+    file.set_len(0)?;
+    file.write_all_at(text.as_bytes(), 0)?;
+    file.sync_all()
+}
+
+/// The commit point: the state line overwritten in place, durably.
+fn mark_committed(file: &File) -> io::Result<()> {
+    file.write_all_at(COMMITTED.as_bytes(), MAGIC.len() as u64 + 1)?;
+    file.sync_data()
+}
+
+/// Empties the journal: the commit is over.
+fn clear(file: &File) -> io::Result<()> {
+    file.set_len(0)?;
+    file.sync_data()
+}
+
+/// The journal in `text`, or `None` for one cut short (or not replay's).
+fn parse_journal(text: &[u8]) -> Option<Journal> {
+    let text = std::str::from_utf8(text).ok()?;
     let mut lines = text.lines();
     if lines.next() != Some(MAGIC) {
-        return Err(bad());
+        return None;
     }
     let committed = match lines.next() {
-        Some("committed") => true,
-        Some("staging") => false,
-        _ => return Err(bad()),
+        Some(COMMITTED) => true,
+        Some(STAGING) => false,
+        _ => return None,
     };
     let mut entries = Vec::new();
     for line in lines.by_ref() {
         if line == "end" {
-            return Ok(Journal { committed, entries });
+            return Some(Journal { committed, entries });
         }
         let fields: Vec<&str> = line.split(' ').collect();
-        let [target, temp, backup] = fields[..] else { return Err(bad()) };
-        let field = |f: &str| if f == "-" { Ok(None) } else { unhex(f).map(Some).ok_or_else(bad) };
-        entries.push(Entry {
-            target: unhex(target).ok_or_else(bad)?,
-            temp: field(temp)?,
-            backup: field(backup)?,
-        });
+        let [target, temp, backup] = fields[..] else { return None };
+        let field = |f: &str| if f == "-" { Some(None) } else { unhex(f).map(Some) };
+        entries.push(Entry { target: unhex(target)?, temp: field(temp)?, backup: field(backup)? });
     }
-    Err(bad())
+    None
 }
 
 fn hex(path: &Path) -> String {

@@ -15,6 +15,7 @@ use serde::Deserialize;
 use crate::encoding::{self, Decoded};
 use crate::error::{shortened, ToolError};
 use crate::fs::atomic::atomic_write;
+use crate::fs::digest;
 use crate::fs::read::read_capped;
 use crate::policy::ResolvedPath;
 use crate::reply_size::{escaped_text_len, Budget, REPLY_NAME};
@@ -55,6 +56,7 @@ pub struct EditFileArgs {
     edits: Vec<EditArgs>,
     #[serde(default)]
     dry_run: bool,
+    expected_sha256: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -70,14 +72,9 @@ pub fn edit_file(ctx: &Ctx, args: EditFileArgs) -> Result<Output, ToolError> {
     let edits = to_edits(args.edits);
     let resolved = resolve(ctx, &args.path, args.dry_run)?;
     let mut budget = Budget::default();
-    Ok(Output::text(edit_one(
-        ctx,
-        &resolved,
-        &edits,
-        args.dry_run,
-        &mut budget,
-        TurnEnds::WithThisFile,
-    )?))
+    let ends = TurnEnds::WithThisFile;
+    let expected = args.expected_sha256.as_deref();
+    Ok(Output::text(edit_one(ctx, &resolved, &edits, args.dry_run, &mut budget, ends, expected)?))
 }
 
 /// Every path and glob is resolved before any file is touched: a glob that matches nothing
@@ -114,7 +111,7 @@ pub fn edit_files(ctx: &Ctx, args: EditFilesArgs) -> Result<Output, ToolError> {
             return Err(ToolError::Cancelled);
         }
         let ends = TurnEnds::WithTheCall;
-        content.push(match edit_one(ctx, file, &edits, args.dry_run, &mut budget, ends) {
+        content.push(match edit_one(ctx, file, &edits, args.dry_run, &mut budget, ends, None) {
             Ok(text) => Content::Text(text),
             Err(ToolError::Cancelled) => return Err(ToolError::Cancelled),
             Err(e) => Content::Text(e.as_line(&file.shown)),
@@ -225,7 +222,8 @@ enum TurnEnds {
     WithTheCall,
 }
 
-/// Edits one file; returns the reply text. A dry run's diff takes from `budget`.
+/// Edits one file; returns the reply text. A dry run's diff takes from `budget`. With
+/// `expected` (edit_file's `expectedSha256`), the text read must have that sha256.
 fn edit_one(
     ctx: &Ctx,
     file: &ResolvedPath,
@@ -233,6 +231,7 @@ fn edit_one(
     dry_run: bool,
     budget: &mut Budget,
     ends: TurnEnds,
+    expected: Option<&str>,
 ) -> Result<String, ToolError> {
     let shown = &file.shown;
     let (decoded, raw) = match read_text(file) {
@@ -241,6 +240,11 @@ fn edit_one(
         Err(e) => return Err(e),
     };
     let original = decoded.text.as_str();
+    if let Some(expected) = expected {
+        // The hash is of the file's bytes, whatever its encoding.
+        let bytes = raw.as_deref().unwrap_or(original.as_bytes());
+        digest::check(shown, expected, Some(digest::sha256_hex(bytes)))?;
+    }
     let stop = || ctx.cancel.is_cancelled();
     // The edits see a BOM as the engine expects it (`matching`'s file-format handling: one
     // copied into oldText still matches), and the encoder writes it back.
@@ -298,7 +302,7 @@ fn read_text(file: &ResolvedPath) -> Result<(Decoded, Option<Vec<u8>>), ToolErro
 /// The `--- path` / `+++ path` / `@@ … @@` diff, or `(no changes)`, within `budget`: the lines
 /// that do not fit are left out, and a note says so. Written line by line, as similar's
 /// `UnifiedDiff` writes it, asking `stop` every thousand lines.
-fn unified_diff(
+pub(crate) fn unified_diff(
     shown: &Path,
     original: &str,
     edited: &str,

@@ -55,6 +55,9 @@ pub struct Settings {
     pub confinement: crate::sandbox::CommandConfinement,
     /// Said in list_allowed_directories when the kernel sandbox is not in force.
     pub sandbox_note: Option<String>,
+    /// The server's private state: apply_patch's journal, opened (and what a killed server left
+    /// recovered) at start.
+    pub state: Option<std::sync::Arc<crate::fs::journal::StateDir>>,
     /// Tools left out of tools/list and refused (`--read-only`, `--tools`, `--disable-tool`,
     /// `--no-exec`; see `selection`).
     pub disabled_tools: Vec<Tool>,

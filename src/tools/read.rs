@@ -97,11 +97,13 @@ pub fn read_file(ctx: &Ctx, args: ReadFileArgs) -> Result<Output, ToolError> {
     }
     let bytes = read_capped(&resolved)?;
     let size = bytes.len() as u64;
+    // The content's sha256, for a writer's `expectedSha256`: the file as read, in one pass.
+    let sha256 = crate::fs::digest::sha256_hex(&bytes);
     let decoded = match encoding::decode_owned(bytes) {
         Ok(decoded) => decoded,
         Err(bytes) => {
             let content = vec![binary_content(&resolved.real, bytes)];
-            let structured = Some(Structured::Value(serde_json::json!({})));
+            let structured = Some(Structured::Value(serde_json::json!({ "sha256": sha256 })));
             return Ok(Output { content, is_error: false, structured });
         }
     };
@@ -109,10 +111,17 @@ pub fn read_file(ctx: &Ctx, args: ReadFileArgs) -> Result<Output, ToolError> {
     if json > REPLY_BYTES {
         return Err(ToolError::ReplyTooLarge { path: resolved.shown, size, json });
     }
-    let structured = Some(Structured::Value(encoding_data(&decoded)));
+    let structured = Some(Structured::Value(text_data(&decoded, sha256)));
     let note = (!decoded.is_plain_utf8()).then(|| Content::Text(decoded.note()));
     let content = std::iter::once(Content::Text(decoded.text)).chain(note).collect();
     Ok(Output { content, is_error: false, structured })
+}
+
+/// `structuredContent` for a whole text file: `encoding_data`'s and the file's `sha256`.
+fn text_data(decoded: &Decoded, sha256: String) -> serde_json::Value {
+    let mut data = encoding_data(decoded);
+    data["sha256"] = sha256.into();
+    data
 }
 
 /// `structuredContent` for text: `{"encoding": "Shift_JIS"}`, and `"bom": true` when it has one.

@@ -14,7 +14,7 @@ use crate::error::ToolError;
 use crate::policy::Policy;
 use crate::write_order::{self, Target};
 
-use super::{copy, delete, directory, edit, exec, find, grep, info, read, relocate, write};
+use super::{copy, delete, directory, edit, exec, find, grep, info, patch, read, relocate, write};
 use super::{Ctx, Output};
 
 /// Every tool replay has. `Tool::ALL` is `tools/list`'s order.
@@ -33,6 +33,7 @@ pub enum Tool {
     ListAllowedDirectories,
     EditFile,
     EditFiles,
+    ApplyPatch,
     SearchFiles,
     GlobSearch,
     GrepFiles,
@@ -98,7 +99,7 @@ macro_rules! schema {
 const PATH: &[Target] = &[Target::Path("path")];
 
 impl Tool {
-    pub const ALL: [Tool; 18] = [
+    pub const ALL: [Tool; 19] = [
         Tool::ReadFile,
         Tool::ReadMultipleFiles,
         Tool::WriteFile,
@@ -112,6 +113,7 @@ impl Tool {
         Tool::ListAllowedDirectories,
         Tool::EditFile,
         Tool::EditFiles,
+        Tool::ApplyPatch,
         Tool::SearchFiles,
         Tool::GlobSearch,
         Tool::GrepFiles,
@@ -250,7 +252,7 @@ impl Tool {
                 effect: ReadOnly,
                 holds_data: false,
                 command_place: false,
-                runs: Inline,
+                runs: Pool,
                 aliases: None,
             },
             Tool::ListAllowedDirectories => Spec {
@@ -278,6 +280,16 @@ impl Tool {
                 schema: schema!("edit_files"),
                 handler: |ctx, args| edit::edit_files(ctx, parse(args)?),
                 effect: Writes(&[Target::GlobBases("paths")]),
+                holds_data: true,
+                command_place: false,
+                runs: Pool,
+                aliases: None,
+            },
+            Tool::ApplyPatch => Spec {
+                name: "apply_patch",
+                schema: schema!("apply_patch"),
+                handler: |ctx, args| patch::apply_patch(ctx, parse(args)?),
+                effect: Writes(&[Target::Found(patch::targets)]),
                 holds_data: true,
                 command_place: false,
                 runs: Pool,

@@ -17,6 +17,7 @@ use serde::Deserialize;
 use crate::encoding;
 use crate::error::ToolError;
 use crate::fs::atomic::atomic_write;
+use crate::fs::digest;
 use crate::policy::confined::{self, Kind, Slot};
 use crate::tools::{Ctx, Output};
 
@@ -27,6 +28,8 @@ pub struct WriteFileArgs {
     #[serde(default)]
     append: bool,
     encoding: Option<String>,
+    #[serde(rename = "expectedSha256")]
+    expected_sha256: Option<String>,
 }
 
 pub fn write_file(ctx: &Ctx, args: WriteFileArgs) -> Result<Output, ToolError> {
@@ -35,6 +38,9 @@ pub fn write_file(ctx: &Ctx, args: WriteFileArgs) -> Result<Output, ToolError> {
         None => Cow::Borrowed(args.content.as_bytes()),
         Some(label) => Cow::Owned(encoded(label, &args, &resolved.shown)?),
     };
+    if let Some(expected) = &args.expected_sha256 {
+        digest::check_file(&resolved, expected)?;
+    }
     let slot =
         resolved.slot_making_parents().map_err(|e| ToolError::io("write", &resolved.shown, e))?;
     if args.append {

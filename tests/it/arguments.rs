@@ -146,6 +146,12 @@ fn r15_a_misspelled_argument_is_refused_with_a_suggestion_and_nothing_changes() 
             "newText",
         ),
         (
+            "apply_patch",
+            json!({"patch": "*** Begin Patch\n*** Delete File: a\n*** End Patch", "dry_run": true}),
+            "dry_run",
+            "dryRun",
+        ),
+        (
             "search_files",
             json!({"directory": d, "nameContains": "b", "exclude_globs": []}),
             "exclude_globs",

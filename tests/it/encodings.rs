@@ -285,3 +285,45 @@ fn edit_files_keeps_each_encoding() {
         assert_eq!(env.read(rel), encode(sample, &crlf.replacen(&old, &new, 1)), "{}", sample.name);
     }
 }
+
+/// apply_patch over every sample at once, LF and CRLF: each file keeps its encoding, BOM and
+/// line endings (the added line too); then a patch whose second file cannot hold its new text
+/// changes neither file.
+#[test]
+fn apply_patch_keeps_each_encoding_and_refuses_what_it_cannot_hold() {
+    for ending in ["\n", "\r\n"] {
+        let env = TestEnv::new(&["root"], &[]);
+        let mut patch = String::from("*** Begin Patch\n");
+        let mut expected = Vec::new();
+        for (i, sample) in SAMPLES.iter().enumerate() {
+            let text = sample.text.replace('\n', ending);
+            env.write(&format!("root/{i}.txt"), &encode(sample, &text));
+            let line = sample.text.lines().nth(1).expect("line 2");
+            let new_line = line.replacen(sample.word, sample.replacement, 1);
+            patch.push_str(&format!(
+                "*** Update File: {i}.txt\n@@\n-{line}\n+{new_line}\n+added line\n"
+            ));
+            let edited = text.replacen(line, &format!("{new_line}{ending}added line"), 1);
+            expected.push(encode(sample, &edited));
+        }
+        patch.push_str("*** End Patch\n");
+        let mut server = Server::start(&env);
+        let args = json!({"patch": patch, "workingDirectory": env.p("root")});
+        server.call_text("apply_patch", args);
+        for (i, want) in expected.iter().enumerate() {
+            let case = format!("{} {ending:?}", SAMPLES[i].name);
+            assert_eq!(env.read(&format!("root/{i}.txt")), *want, "{case}");
+        }
+
+        let before: Vec<Vec<u8>> =
+            (0..2).map(|i| env.read(&format!("root/{}.txt", i + 3))).collect();
+        let patch = "*** Begin Patch\n*** Update File: 3.txt\n@@\n-Ça suffit, voilà.\n+Fin.\n\
+                     *** Update File: 4.txt\n@@\n-以上です。\n+以上 😀\n*** End Patch\n";
+        let args = json!({"patch": patch, "workingDirectory": env.p("root")});
+        let err = server.call_err("apply_patch", args, -32603);
+        assert!(err.message.contains("U+1F600") && err.message.contains("Shift_JIS"), "{err:?}");
+        for i in 0..2 {
+            assert_eq!(env.read(&format!("root/{}.txt", i + 3)), before[i], "file {}", i + 3);
+        }
+    }
+}

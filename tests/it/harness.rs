@@ -33,7 +33,7 @@ pub const BIN: &str = match option_env!("REPLAY_BIN") {
 };
 
 /// Every tool, in tools/list order (`schemas/`).
-pub const ALL_TOOLS: [&str; 18] = [
+pub const ALL_TOOLS: [&str; 19] = [
     "read_file",
     "read_multiple_files",
     "write_file",
@@ -47,6 +47,7 @@ pub const ALL_TOOLS: [&str; 18] = [
     "list_allowed_directories",
     "edit_file",
     "edit_files",
+    "apply_patch",
     "search_files",
     "glob_search",
     "grep_files",
@@ -55,7 +56,7 @@ pub const ALL_TOOLS: [&str; 18] = [
 ];
 
 /// The tools `--read-only` leaves out (`src/selection.rs`'s `WRITERS`).
-pub const WRITING_TOOLS: [&str; 9] = [
+pub const WRITING_TOOLS: [&str; 10] = [
     "write_file",
     "create_directory",
     "move_file",
@@ -63,6 +64,7 @@ pub const WRITING_TOOLS: [&str; 9] = [
     "delete_file",
     "edit_file",
     "edit_files",
+    "apply_patch",
     "execute_command",
     "command_session",
 ];

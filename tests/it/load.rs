@@ -125,7 +125,7 @@ fn check_load_reply(env: &TestEnv, i: usize, reply: &Value, needles: &[String]) 
         Kind::Ping => assert_eq!(reply["result"], json!({}), "{reply}"),
         Kind::ToolsList => {
             let tools = reply.pointer("/result/tools").and_then(Value::as_array);
-            assert_eq!(tools.map(Vec::len), Some(18), "request {i}: {reply}");
+            assert_eq!(tools.map(Vec::len), Some(19), "request {i}: {reply}");
         }
         Kind::Read => assert_eq!(text_of(reply), READ_TEXT),
         Kind::Info => assert!(text_of(reply).contains("size: 12"), "{reply}"),

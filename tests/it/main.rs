@@ -31,6 +31,10 @@ mod encodings;
 mod write;
 // edit_file and edit_files: matching modes as `check` rows, all-or-nothing failures, dryRun.
 mod edit;
+// apply_patch: the Codex envelope's cases, all or nothing across files, a SIGKILL mid-commit.
+mod patch;
+// The stale-write guard: the sha256 reads report, and each writer's expectedSha256.
+mod stale;
 // copy_file: files and trees with modes and links, overwrite, nothing left on failure.
 mod copy;
 // move_file: files, directories and links moved, parents made, destinations kept.

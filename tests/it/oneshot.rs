@@ -280,7 +280,7 @@ fn tools_lists_every_tool_with_one_sentence() {
     expect_status(&out, 0, "tools");
     assert_eq!(out.stderr, "");
     let names = tool_names(&out);
-    assert_eq!(names.len(), 18, "{}", out.stdout);
+    assert_eq!(names.len(), 19, "{}", out.stdout);
     assert_eq!(names[0], "read_file");
     assert!(
         out.stdout.contains(
@@ -353,7 +353,7 @@ fn schema_prints_the_input_schema_of_schemas_dir() {
         assert!(out.stdout.contains("\n  \""), "{name}: pretty-printed");
         count += 1;
     }
-    assert_eq!(count, 18);
+    assert_eq!(count, 19);
     let out = run(&["schema", "cat"], "");
     expect_status(&out, 2, "schema cat");
     assert!(out.stderr.contains(r#"schema names no tool: "cat""#), "{}", out.stderr);

@@ -52,7 +52,7 @@ fn modern_requests_are_served_without_a_handshake() {
     assert_modern(list);
     assert!(list["ttlMs"].is_u64() && list["cacheScope"].is_string(), "{list}");
     let tools = list["tools"].as_array().unwrap();
-    assert_eq!(tools.len(), 18);
+    assert_eq!(tools.len(), 19);
     for tool in tools {
         assert!(tool["title"].is_string() && tool["annotations"].is_object(), "{tool}");
     }

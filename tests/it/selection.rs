@@ -39,6 +39,9 @@ fn sample_args(env: &TestEnv, tool: &str) -> Value {
         "list_allowed_directories" => json!({}),
         "edit_file" => json!({"path": p("a.txt"), "edits": [{"oldText": "a", "newText": "A"}]}),
         "edit_files" => json!({"paths": [p("a.txt")], "edits": [{"oldText": "a", "newText": "A"}]}),
+        "apply_patch" => {
+            json!({"patch": format!("*** Begin Patch\n*** Add File: {}\n+p\n*** End Patch", p("p.txt"))})
+        }
         "search_files" => json!({"directory": p(""), "nameContains": "a"}),
         "glob_search" => json!({"directory": p(""), "globs": ["*.txt"]}),
         "grep_files" => json!({"directory": p(""), "regex": "a"}),
@@ -97,6 +100,7 @@ fn tools_list_agrees_with_tools_call() {
                 "list_allowed_directories",
                 "edit_file",
                 "edit_files",
+                "apply_patch",
                 "search_files",
                 "glob_search",
                 "execute_command",

@@ -2,6 +2,7 @@
 //! file all old or all new, nothing of the commit left behind.
 
 use super::*;
+use std::os::unix::fs::MetadataExt;
 
 fn scratch(name: &str) -> PathBuf {
     let dir =
@@ -28,22 +29,32 @@ fn contents(dir: &Path) -> String {
 const OLD: &str = "a=A b=B d=D";
 const NEW: &str = "a=A2 c=C2 e=B2";
 
+/// A change of `path`: a write of `content`, or a deletion.
+fn change(path: PathBuf, content: Option<&str>) -> Change {
+    let parent = File::open(path.parent().unwrap()).expect("the parent directory");
+    let name = path.file_name().unwrap().to_os_string();
+    let slot = Slot { dir: parent.into(), name };
+    Change { path, slot, content: content.map(|c| c.as_bytes().to_vec()), new_mode: None }
+}
+
 /// Rewrite `a`, add `c`, delete `d`, move `b` to `e` with new content.
 fn scenario(files: &Path) -> Vec<Change> {
     for (name, content) in [("a", "A"), ("b", "B"), ("d", "D")] {
         fs::write(files.join(name), content).unwrap();
     }
-    let write = |name: &str, content: &str| Change::Write {
-        path: files.join(name),
-        content: content.as_bytes().to_vec(),
-    };
     vec![
-        write("a", "A2"),
-        write("c", "C2"),
-        Change::Delete { path: files.join("d") },
-        write("e", "B2"),
-        Change::Delete { path: files.join("b") },
+        change(files.join("a"), Some("A2")),
+        change(files.join("c"), Some("C2")),
+        change(files.join("d"), None),
+        change(files.join("e"), Some("B2")),
+        change(files.join("b"), None),
     ]
+}
+
+/// The state directory's files once nothing is in flight: the lock and the empty journal.
+fn idle_state() -> String {
+    let pid = std::process::id();
+    format!("{pid}.journal= {pid}.lock=")
 }
 
 #[track_caller]
@@ -61,9 +72,8 @@ fn check(stop_at: Option<Step>, expect: &str) {
         _ => "several",
     };
     assert_eq!(format!("{what}: {}", contents(&files)), expect, "stopped after {stop_at:?}");
-    // Nothing left: no journal (the lock file stays while the server runs).
-    let state_files = contents(&root.join("state"));
-    assert_eq!(state_files, format!("{}.lock=", std::process::id()));
+    // Nothing left: an empty journal (it and the lock stay while the server runs).
+    assert_eq!(contents(&root.join("state")), idle_state());
     // A second recovery finds nothing.
     assert_eq!(state.recover().unwrap(), vec![]);
     fs::remove_dir_all(&root).unwrap();
@@ -90,10 +100,7 @@ fn mode_is_kept_and_new_files_get_the_default() {
     let state = StateDir::open(&root.join("state")).unwrap();
     fs::write(files.join("x"), "old").unwrap();
     fs::set_permissions(files.join("x"), fs::Permissions::from_mode(0o4751)).unwrap();
-    let changes = vec![
-        Change::Write { path: files.join("x"), content: b"new".to_vec() },
-        Change::Write { path: files.join("y"), content: b"y".to_vec() },
-    ];
+    let changes = vec![change(files.join("x"), Some("new")), change(files.join("y"), Some("y"))];
     commit(&state, &changes).unwrap();
     let mode = |name: &str| fs::metadata(files.join(name)).unwrap().mode() & 0o7777;
     // setuid dropped (`fs::KEPT_MODE_BITS`), the rest kept.
@@ -105,17 +112,18 @@ fn mode_is_kept_and_new_files_get_the_default() {
     fs::remove_dir_all(&root).unwrap();
 }
 
-/// A change that cannot be staged (its directory is missing) leaves every file as it was.
+/// A change that cannot be staged (its target became a directory) leaves every file as it was.
 #[test]
 fn a_failed_stage_changes_nothing() {
     let root = scratch("failed");
     let files = root.join("files");
     let state = StateDir::open(&root.join("state")).unwrap();
     let mut changes = scenario(&files);
-    changes.push(Change::Write { path: files.join("missing/f"), content: b"f".to_vec() });
+    fs::create_dir(files.join("f")).unwrap();
+    changes.push(change(files.join("f"), Some("f")));
     assert!(commit(&state, &changes).is_err());
-    assert_eq!(contents(&files), OLD);
-    assert_eq!(contents(&root.join("state")), format!("{}.lock=", std::process::id()));
+    assert_eq!(contents(&files), format!("{OLD} f=?"));
+    assert_eq!(contents(&root.join("state")), idle_state());
     fs::remove_dir_all(&root).unwrap();
 }
 
@@ -133,19 +141,20 @@ fn a_live_servers_journal_is_left_alone() {
         temp: Some(files.join(".replay-patch.7.0.0.new")),
         backup: None,
     };
-    write_journal(&state_path.join("7.0.journal"), true, &[entry]).unwrap();
+    fs::write(state_path.join("7.journal"), journal_text(true, &[entry])).unwrap();
     let other = Flock::lock(lock_file(&state_path, 7).unwrap(), FlockArg::LockExclusive).unwrap();
     assert_eq!(state.recover().unwrap(), vec![]);
     assert_eq!(contents(&files), ".replay-patch.7.0.0.new=A2 a=A");
     drop(other);
-    let journal = state_path.join("7.0.journal");
+    let journal = state_path.join("7.journal");
     assert_eq!(state.recover().unwrap(), vec![Recovered::RolledForward { journal }]);
     assert_eq!(contents(&files), "a=A2");
+    assert_eq!(contents(&state_path), idle_state());
     fs::remove_dir_all(&root).unwrap();
 }
 
 #[test]
-fn journal_text() {
+fn journal_format() {
     let entries = vec![
         Entry { target: "/t/a b".into(), temp: Some("/t/.n".into()), backup: None },
         Entry {
@@ -154,21 +163,19 @@ fn journal_text() {
             backup: Some("/t/.o".into()),
         },
     ];
-    let root = scratch("text");
-    let path = root.join("1.0.journal");
-    write_journal(&path, false, &entries).unwrap();
+    let text = journal_text(false, &entries);
     assert_eq!(
-        fs::read_to_string(&path).unwrap(),
-        "replay-journal 1\nstaging\n2f742f612062 2f742f2e6e -\n2f742fff - 2f742f2e6f\nend\n"
+        text,
+        "replay-journal 1\nstaging  \n2f742f612062 2f742f2e6e -\n2f742fff - 2f742f2e6f\nend\n"
     );
-    let journal = read_journal(&path).unwrap();
+    let journal = parse_journal(text.as_bytes()).unwrap();
     assert!(!journal.committed);
     assert_eq!(journal.entries, entries);
+    let committed = journal_text(true, &entries);
+    assert!(parse_journal(committed.as_bytes()).unwrap().committed);
     // A journal cut short is not guessed at.
-    fs::write(&path, "replay-journal 1\ncommitted\n2f742f61 - -\n").unwrap();
-    let error = read_journal(&path).err().unwrap().to_string();
-    assert!(error.ends_with("is not a journal replay can read: left as it is"), "{error}");
-    fs::remove_dir_all(&root).unwrap();
+    assert!(parse_journal(b"replay-journal 1\ncommitted\n2f742f61 - -\n").is_none());
+    assert!(parse_journal(b"replay-journal 1\nstag").is_none());
 }
 
 #[test]
@@ -185,4 +192,17 @@ fn state_dir() {
     check(None, None, None);
     let env = |name: &str| std::env::var_os(name);
     assert_eq!(default_state_dir(), state_dir_from(env("XDG_STATE_HOME"), env("HOME")));
+}
+
+/// A journal cut short while it was first written is discarded: nothing was staged yet.
+#[test]
+fn a_torn_journal_is_discarded() {
+    let root = scratch("torn");
+    let state_path = root.join("state");
+    let state = StateDir::open(&state_path).unwrap();
+    fs::write(state_path.join("8.journal"), "replay-journal 1\nstag").unwrap();
+    let journal = state_path.join("8.journal");
+    assert_eq!(state.recover().unwrap(), vec![Recovered::Discarded { journal }]);
+    assert_eq!(contents(&state_path), idle_state());
+    fs::remove_dir_all(&root).unwrap();
 }

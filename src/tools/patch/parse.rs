@@ -205,6 +205,19 @@ pub fn parse(text: &str) -> Result<Patch, ParseError> {
     Parser { lines, at: 0 }.patch()
 }
 
+/// The paths of the lines that read as file headers or `Move to` lines, found without parsing:
+/// what a patch may change, for its write turn (`write_order`).
+pub fn header_paths(text: &str) -> Vec<&str> {
+    text.split('\n')
+        .map(str::trim)
+        .filter_map(|line| {
+            [ADD, DELETE, UPDATE, MOVE_TO].iter().find_map(|h| line.strip_prefix(h.trim_end()))
+        })
+        .map(str::trim)
+        .filter(|path| !path.is_empty())
+        .collect()
+}
+
 /// The number of lines that read as file headers, counted without parsing.
 fn count_headers(text: &str) -> usize {
     text.split('\n')

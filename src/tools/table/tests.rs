@@ -72,9 +72,10 @@ fn every_argument_a_row_names_is_in_its_schema() {
         let mut named = Vec::new();
         if let Effect::Writes(targets) = spec.effect {
             for target in targets {
-                named.push(match *target {
-                    Target::Path(key) | Target::GlobBases(key) => key,
-                });
+                match *target {
+                    Target::Path(key) | Target::GlobBases(key) => named.push(key),
+                    Target::Found(_) => {}
+                }
             }
         }
         if let Runs::InlineWithout(key) = spec.runs {
