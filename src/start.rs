@@ -202,6 +202,7 @@ fn scope(config: Config, confined: &Confined) -> (Policy, Settings) {
         confinement: confined.confinement.clone(),
         sandbox_note: confined.status.note(),
         disabled_tools: config.disabled_tools,
+        reply_tokens: config.reply_tokens,
     };
     (Policy::new(config.roots, config.home), settings)
 }

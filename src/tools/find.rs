@@ -8,7 +8,7 @@ use std::path::Path;
 
 use crate::policy::confined::Kind;
 use crate::progress::Tally;
-use crate::reply_size::{escaped_text_len, Budget, REPLY_BYTES, REPLY_NAME};
+use crate::reply_size::{escaped_text_len, Budget};
 use crate::tools::{resolve_dir, Ctx, Output, Structured};
 use crate::walk::filter::{self, Limit};
 use crate::walk::glob::{self, Exclude};
@@ -80,14 +80,14 @@ pub fn search_files(ctx: &Ctx, args: SearchFilesArgs) -> Result<Output, ToolErro
             String::from_utf8_lossy(name).to_lowercase().contains(&needle)
         }
     };
-    let weigh = |rel: &Path| hit_weight(&dir.shown, rel);
-    let limit = Limit { count: usize::MAX, weight: REPLY_BYTES, weigh: &weigh };
+    let mut hits = Hits::new(ctx.settings.budget());
+    let weigh = |rel: &Path| hits.weight(&dir.shown, rel);
+    let limit = Limit { count: usize::MAX, weight: hits.budget.left(), weigh: &weigh };
     let found = filter::filtered(&dir, &options, &limit, accept)
         .map_err(|e| ToolError::io("search", &dir.shown, e))?;
     if ctx.cancel.is_cancelled() {
         return Err(ToolError::Cancelled);
     }
-    let mut hits = Hits::default();
     for entry in &found.entries {
         hits.push(dir.shown.join(entry.rel()).to_string_lossy().into_owned());
     }
@@ -103,9 +103,10 @@ pub fn search_files(ctx: &Ctx, args: SearchFilesArgs) -> Result<Output, ToolErro
     }
     if hits.left_out > 0 {
         text.push_str(&format!(
-            "\n[{} more matches not shown: the reply reached its {REPLY_NAME} bound; narrow \
+            "\n[{} more matches not shown: the reply reached its {} bound; narrow \
              nameContains or directory, or add excludeGlobs]",
-            hits.left_out
+            hits.left_out,
+            hits.budget.name()
         ));
     }
     push_note(&mut text, summary.note());
@@ -116,23 +117,39 @@ pub fn search_files(ctx: &Ctx, args: SearchFilesArgs) -> Result<Output, ToolErro
 }
 
 /// The paths a search found, as many as fit the reply's bound (`reply_size`): each is in
-/// the reply twice, in the text and in the structured content.
-#[derive(Default)]
+/// the reply twice, in the text and in the structured content. A bound in tokens counts the
+/// text only, which is what a host shows the model; the structured list is the same cut.
 struct Hits {
     paths: Vec<String>,
     /// Found, but over the bound.
     left_out: usize,
     budget: Budget,
+    /// The copies of each path the budget is charged for.
+    copies: usize,
 }
 
 impl Hits {
+    fn new(budget: Budget) -> Hits {
+        let copies = if budget.tokens().is_some() { 1 } else { 2 };
+        Hits { paths: Vec::new(), left_out: 0, budget, copies }
+    }
+
     fn push(&mut self, path: String) {
         // A line of the text, and a string of the structured array.
-        if self.left_out > 0 || !self.budget.take(2 * (escaped_text_len(path.as_bytes()) + 4)) {
+        let cost = self.copies * (escaped_text_len(path.as_bytes()) + 4);
+        if self.left_out > 0 || !self.budget.take(cost) {
             self.left_out += 1;
             return;
         }
         self.paths.push(path);
+    }
+
+    /// What a path costs in the reply at least (`push` counts it exactly): the directory as
+    /// shown and the path below it, each byte at least once. Lossy conversion, escaping and
+    /// the slash between them only add bytes.
+    fn weight(&self, shown: &Path, rel: &Path) -> usize {
+        let bytes = shown.as_os_str().len() + escaped_text_len(rel.as_os_str().as_encoded_bytes());
+        self.copies * (bytes + 4)
     }
 
     fn len(&self) -> usize {
@@ -159,14 +176,6 @@ fn push_note(text: &mut String, note: Option<String>) {
 /// The progress message of a walk.
 fn walked(n: u64) -> String {
     format!("walked {n} entries")
-}
-
-/// What a path costs in the reply at least (`Hits::push` counts it exactly): the directory
-/// as shown and the path below it, each byte at least once, twice over. Lossy conversion,
-/// escaping and the slash between them only add bytes.
-fn hit_weight(shown: &Path, rel: &Path) -> usize {
-    let bytes = shown.as_os_str().len() + escaped_text_len(rel.as_os_str().as_encoded_bytes());
-    2 * (bytes + 4)
 }
 
 fn total_usize(total: u64) -> usize {
@@ -204,15 +213,15 @@ pub fn glob_search(ctx: &Ctx, args: GlobSearchArgs) -> Result<Output, ToolError>
     let tally = Tally::new(ctx.progress, walked);
     let options = walk_options(ctx, &tally, args.respect_gitignore, &args.exclude_globs)?;
     let accept = |entry: &walk::Entry| entry.kind == Kind::File && set.is_match(entry.rel());
-    let weigh = |rel: &Path| hit_weight(&dir.shown, rel);
+    let mut hits = Hits::new(ctx.settings.budget());
+    let weigh = |rel: &Path| hits.weight(&dir.shown, rel);
     let count = if args.max == 0 { usize::MAX } else { args.max };
-    let limit = Limit { count, weight: REPLY_BYTES, weigh: &weigh };
+    let limit = Limit { count, weight: hits.budget.left(), weigh: &weigh };
     let found = filter::filtered(&dir, &options, &limit, accept)
         .map_err(|e| ToolError::io("search", &dir.shown, e))?;
     if ctx.cancel.is_cancelled() {
         return Err(ToolError::Cancelled);
     }
-    let mut hits = Hits::default();
     for entry in found.entries.iter().take(count) {
         hits.push(dir.shown.join(entry.rel()).to_string_lossy().into_owned());
     }
@@ -232,9 +241,10 @@ pub fn glob_search(ctx: &Ctx, args: GlobSearchArgs) -> Result<Output, ToolError>
     if hits.left_out > 0 {
         truncated = true;
         text.push_str(&format!(
-            "\n[{} more files not shown: the reply reached its {REPLY_NAME} bound; narrow the \
-             globs or the directory]",
-            hits.left_out
+            "\n[{} more files not shown: the reply reached its {} bound; narrow the globs or \
+             the directory, or lower max]",
+            hits.left_out,
+            hits.budget.name()
         ));
     }
     push_note(&mut text, summary.note());

@@ -21,7 +21,7 @@ use crate::js_regex::JsRegex;
 use crate::policy::confined::Kind;
 use crate::policy::ResolvedPath;
 use crate::progress::Tally;
-use crate::reply_size::{escaped_text_len, Budget, JsonObject, REPLY_NAME};
+use crate::reply_size::{escaped_text_len, Budget, JsonObject};
 use crate::tools::find::NO_MATCHES;
 use crate::tools::{resolve_dir, Ctx, Output, Structured};
 use crate::walk::glob::{self, Exclude};
@@ -119,7 +119,7 @@ pub fn grep_files(ctx: &Ctx, args: GrepArgs) -> Result<Output, ToolError> {
     if ctx.cancel.is_cancelled() {
         return Err(ToolError::Cancelled);
     }
-    fit_to_budget(&mut found, mode, Budget::default());
+    fit_to_budget(&mut found, mode, ctx.settings.budget());
     let with_context = args.context_lines > 0;
     let mut text = match mode {
         OutputMode::Content => render(&found, args.max_results, with_context, skipped),
@@ -227,24 +227,28 @@ struct Findings {
     /// Per file, in path order, only files with hits.
     files: Vec<FileHits>,
     truncated: bool,
-    /// Cut to fit the reply's bound (`fit_to_budget`), not by `maxResults`.
-    over_budget: bool,
+    /// Cut to fit the reply's bound (`fit_to_budget`), not by `maxResults`: the bound's name.
+    over_budget: Option<String>,
     /// What the walks left out.
     too_long: walk::Summary,
 }
 
 /// Keeps the first hits that fit the reply's bound, counted as they will be written: each
-/// line (or file) is in the reply twice, in the text and in the structured content. What is cut
-/// is cut as `maxResults` cuts: whole matching lines, in path order, with their context before.
+/// line (or file) is in the reply twice, in the text and in the structured content. A bound in
+/// tokens counts the text only, which is what a host shows the model; the structured content is
+/// the same cut. What is cut is cut as `maxResults` cuts: whole matching lines, in path order,
+/// with their context before.
 fn fit_to_budget(found: &mut Findings, mode: OutputMode, mut budget: Budget) {
+    let copies = if budget.tokens().is_some() { 1 } else { 2 };
     for i in 0..found.files.len() {
         let file = &found.files[i];
         let path = escaped_text_len(file.path.as_bytes());
         let fits = match mode {
             OutputMode::Content => file.lines.iter().position(|line| {
-                !budget.take(2 * (path + escaped_text_len(file.text_of(line).as_bytes()) + 48))
+                !budget
+                    .take(copies * (path + escaped_text_len(file.text_of(line).as_bytes()) + 48))
             }),
-            _ => (!budget.take(2 * (path + 32))).then_some(0),
+            _ => (!budget.take(copies * (path + 32))).then_some(0),
         };
         let Some(fit) = fits else { continue };
         let keep = file.lines[..fit].iter().filter(|line| line.matched).count();
@@ -255,7 +259,7 @@ fn fit_to_budget(found: &mut Findings, mode: OutputMode, mut budget: Budget) {
             }
         }
         found.truncated = true;
-        found.over_budget = true;
+        found.over_budget = Some(budget.name());
         return;
     }
 }

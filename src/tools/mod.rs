@@ -26,6 +26,7 @@ use serde_json::Value;
 use crate::error::ToolError;
 use crate::policy::{Policy, ResolvedPath};
 use crate::progress::{Cancel, Progress};
+use crate::reply_size::Budget;
 use crate::write_order::WriteTurn;
 
 use self::table::Tool;
@@ -58,9 +59,16 @@ pub struct Settings {
     /// Tools left out of tools/list and refused (`--read-only`, `--tools`, `--disable-tool`,
     /// `--no-exec`; see `selection`).
     pub disabled_tools: Vec<Tool>,
+    /// The bound on a reply's text in o200k tokens (`--max-reply-tokens`); 0 is none.
+    pub reply_tokens: u32,
 }
 
 impl Settings {
+    /// What one reply may hold: `reply_tokens`, and `REPLY_BYTES` in any case.
+    pub fn budget(&self) -> Budget {
+        Budget::of_tokens(self.reply_tokens)
+    }
+
     /// Whether this server offers the tool.
     pub fn serves(&self, tool: Tool) -> bool {
         !self.disabled_tools.contains(&tool)

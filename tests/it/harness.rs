@@ -414,18 +414,26 @@ pub fn stderr_collector(mut stderr: ChildStderr) -> Arc<Mutex<Vec<u8>>> {
     collected
 }
 
+/// The flag for whole replies, without the default token budget: what `Server::start`,
+/// `Server::start_also` and `Proc::spawn` serve, so that the tests of the contract's replies
+/// (and of the 24 MiB bound on one) see them whole. `budget` tests the budget under the
+/// defaults, and replay's v2.1 and v2.2 suites run on them.
+pub const WHOLE_REPLIES: [&str; 2] = ["--max-reply-tokens", "0"];
+
 impl Server {
-    /// `replay --mcp-server --allow <root>:rw`, initialized.
+    /// `replay --mcp-server --allow <root>:rw` with whole replies (`WHOLE_REPLIES`), initialized.
     pub fn start(env: &TestEnv) -> Server {
         let allow = format!("{}:rw", path_str(&env.root()));
-        Server::start_with(["--mcp-server", "--allow", &allow])
+        Server::start_with(["--mcp-server", "--allow", &allow, WHOLE_REPLIES[0], WHOLE_REPLIES[1]])
     }
 
     /// `replay --mcp-server --allow <root>:rw`, then `--allow <rel>:<mode>` for each of `also`
-    /// (`rel` under the test's base directory, `mode` `rw` or `ro`), initialized.
+    /// (`rel` under the test's base directory, `mode` `rw` or `ro`), with whole replies,
+    /// initialized.
     pub fn start_also(env: &TestEnv, also: &[(&str, &str)]) -> Server {
         let mut args = vec!["--mcp-server".to_owned(), "--allow".to_owned()];
         args.push(format!("{}:rw", path_str(&env.root())));
+        args.extend(WHOLE_REPLIES.map(str::to_owned));
         for (rel, mode) in also {
             args.extend(["--allow".to_owned(), format!("{}:{mode}", env.p(rel))]);
         }
@@ -864,7 +872,7 @@ impl Proc {
     pub fn spawn(env: &TestEnv) -> Proc {
         let allow = format!("{}:rw", env.p("root"));
         let mut cmd = replay_command();
-        cmd.args(["--mcp-server", "--allow", &allow]);
+        cmd.args(["--mcp-server", "--allow", &allow]).args(WHOLE_REPLIES);
         cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
         let mut child = cmd.spawn().unwrap_or_else(|e| panic!("spawning replay: {e}"));
         let pid = child.id();

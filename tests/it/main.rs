@@ -24,6 +24,8 @@ mod roots;
 mod read;
 // read_file's offset, limit, head, tail and lineNumbers.
 mod paging;
+// The reply budget (`--max-reply-tokens`): every tool stops within it and says how to get the rest.
+mod budget;
 // write_file and append: exact bytes, atomic replacement keeping the mode, no temp files left.
 mod write;
 // edit_file and edit_files: matching modes as `check` rows, all-or-nothing failures, dryRun.

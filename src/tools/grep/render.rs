@@ -24,9 +24,9 @@ pub(super) fn truncation_header(
     cap: usize,
     also: &str,
 ) -> String {
-    if found.over_budget {
+    if let Some(bound) = &found.over_budget {
         format!(
-            "[results truncated: showing the first {shown} {unit}, as many as fit the reply's {REPLY_NAME} bound; narrow the regex, directory or globs{also}]\n"
+            "[results truncated: showing the first {shown} {unit}, as many as fit the reply's {bound} bound; narrow the regex, directory or globs, or lower maxResults{also}]\n"
         )
     } else if found.truncated {
         format!(

@@ -84,7 +84,7 @@ pub(super) fn search(
             break;
         }
     }
-    Ok(Findings { files, truncated, over_budget: false, too_long })
+    Ok(Findings { files, truncated, over_budget: None, too_long })
 }
 
 pub(super) fn lock(kept: &Mutex<Kept>) -> std::sync::MutexGuard<'_, Kept> {
