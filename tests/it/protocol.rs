@@ -35,7 +35,7 @@ fn initialize_echoes_each_supported_version() {
         let mut server = spawn_uninitialized(&env);
         let result = server.initialize(version);
         let expected = format!(
-            r#"{{"protocolVersion": "{version}", "serverInfo": {{"name": "replay", "version": "[..]"}}, "capabilities": {{"tools": "{{...}}"}}}}"#
+            r#"{{"protocolVersion": "{version}", "serverInfo": {{"name": "replay", "version": "[..]"}}, "capabilities": {{"tools": "{{...}}"}}, "instructions": "replay serves [..]"}}"#
         );
         assert_json(&result, &expected);
         let server_version =
