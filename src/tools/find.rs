@@ -9,7 +9,7 @@ use std::path::Path;
 use crate::policy::confined::Kind;
 use crate::progress::Tally;
 use crate::reply_size::{escaped_text_len, Budget};
-use crate::tools::{resolve_dir, Ctx, Output, Structured};
+use crate::tools::{resolve_dir, Content, Ctx, Output, Structured};
 use crate::walk::filter::{self, Limit};
 use crate::walk::glob::{self, Exclude};
 use crate::walk::{self, WalkOptions};
@@ -94,49 +94,51 @@ pub fn search_files(ctx: &Ctx, args: SearchFilesArgs) -> Result<Output, ToolErro
     // The matches `filtered` did not keep would not have fit.
     hits.left_out += total_usize(found.total) - found.entries.len();
     let summary = found.summary;
-    let mut text = hits.text();
+    let mut notes = String::new();
     if hits.paths.is_empty() && args.name_contains.contains(['*', '?', '[']) {
         // The contract's first line stays; the next says why a pattern found nothing.
-        text.push_str(
+        notes.push_str(
             "\n[nameContains is a literal substring, not a glob: for a pattern use glob_search]",
         );
     }
     if hits.left_out > 0 {
-        text.push_str(&format!(
+        notes.push_str(&format!(
             "\n[{} more matches not shown: the reply reached its {} bound; narrow \
              nameContains or directory, or add excludeGlobs]",
             hits.left_out,
             hits.budget.name()
         ));
     }
-    push_note(&mut text, summary.note());
-    Ok(Output {
-        structured: Some(Structured::Value(json!({ "matches": hits.paths }))),
-        ..Output::text(text)
-    })
+    push_note(&mut notes, summary.note());
+    let structured = json!({ "matches": hits.paths, "count": hits.paths.len() });
+    Ok(hits.output(notes, structured))
 }
 
 /// The paths a search found, as many as fit the reply's bound (`reply_size`): each is in
-/// the reply twice, in the text and in the structured content. A bound in tokens counts the
-/// text only, which is what a host shows the model; the structured list is the same cut.
+/// the reply as a line of the text, a `resource_link` where the revision has them, and a
+/// string of the structured content.
 struct Hits {
     paths: Vec<String>,
     /// Found, but over the bound.
     left_out: usize,
     budget: Budget,
-    /// The copies of each path the budget is charged for.
-    copies: usize,
 }
+
+/// What a path costs in the reply besides its bytes in its copies: a link's JSON
+/// (`{"type":"resource_link","uri":"file://","name":"","mimeType":"text/x-c++"},` is 73 bytes),
+/// the text's newline and the structured array's quotes and comma.
+const HIT_BYTES: usize = 80;
 
 impl Hits {
     fn new(budget: Budget) -> Hits {
-        let copies = if budget.tokens().is_some() { 1 } else { 2 };
-        Hits { paths: Vec::new(), left_out: 0, budget, copies }
+        Hits { paths: Vec::new(), left_out: 0, budget }
     }
 
     fn push(&mut self, path: String) {
-        // A line of the text, and a string of the structured array.
-        let cost = self.copies * (escaped_text_len(path.as_bytes()) + 4);
+        // A line of the text, a link (its URI, and its name at most as long), and a string of
+        // the structured array. A link's URI escapes a byte in up to 3 (`%0A`), which JSON
+        // leaves as they are, where it escapes a control byte in 6.
+        let cost = 4 * escaped_text_len(path.as_bytes()) + HIT_BYTES;
         if self.left_out > 0 || !self.budget.take(cost) {
             self.left_out += 1;
             return;
@@ -149,18 +151,20 @@ impl Hits {
     /// the slash between them only add bytes.
     fn weight(&self, shown: &Path, rel: &Path) -> usize {
         let bytes = shown.as_os_str().len() + escaped_text_len(rel.as_os_str().as_encoded_bytes());
-        self.copies * (bytes + 4)
+        4 * bytes + HIT_BYTES
     }
 
     fn len(&self) -> usize {
         self.paths.len() + self.left_out
     }
 
-    fn text(&self) -> String {
-        if self.paths.is_empty() {
-            NO_MATCHES.to_string()
-        } else {
-            self.paths.join("\n")
+    /// The reply: the paths (`Content::Found`, links too where the revision has them), then
+    /// `notes`.
+    fn output(self, notes: String, structured: Value) -> Output {
+        Output {
+            content: vec![Content::Found { paths: self.paths, notes }],
+            is_error: false,
+            structured: Some(Structured::Value(structured)),
         }
     }
 }
@@ -231,23 +235,24 @@ pub fn glob_search(ctx: &Ctx, args: GlobSearchArgs) -> Result<Output, ToolError>
     let mut truncated = total > count;
     hits.left_out += total.min(count) - hits.len();
     let summary = found.summary;
-    let mut text = hits.text();
+    let mut notes = String::new();
     if truncated {
-        text.push_str(&format!(
+        notes.push_str(&format!(
             "\n[results truncated at max={}: narrow the globs, or raise max (0 = unlimited)]",
             args.max
         ));
     }
     if hits.left_out > 0 {
         truncated = true;
-        text.push_str(&format!(
+        notes.push_str(&format!(
             "\n[{} more files not shown: the reply reached its {} bound; narrow the globs or \
              the directory, or lower max]",
             hits.left_out,
             hits.budget.name()
         ));
     }
-    push_note(&mut text, summary.note());
-    let structured = json!({ "files": hits.paths, "truncated": truncated });
-    Ok(Output { structured: Some(Structured::Value(structured)), ..Output::text(text) })
+    push_note(&mut notes, summary.note());
+    let structured =
+        json!({ "matches": hits.paths, "count": hits.paths.len(), "truncated": truncated });
+    Ok(hits.output(notes, structured))
 }

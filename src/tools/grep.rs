@@ -125,6 +125,9 @@ pub fn grep_files(ctx: &Ctx, args: GrepArgs) -> Result<Output, ToolError> {
         OutputMode::Content => render(&found, args.max_results, with_context, skipped),
         _ => render_per_file(&found, mode, args.max_results, skipped),
     };
+    if !found.candidates && !args.globs.is_empty() && text.starts_with(NO_MATCHES) {
+        text.replace_range(..NO_MATCHES.len(), NO_FILES);
+    }
     if let Some(note) = found.too_long.note() {
         text.push('\n');
         text.push_str(&note);
@@ -136,14 +139,20 @@ pub fn grep_files(ctx: &Ctx, args: GrepArgs) -> Result<Output, ToolError> {
         ));
     }
     let mut data = JsonObject::default();
+    // replay v2.2's shape; `mode` (for the per-file modes) and `partlySearched` are said only
+    // when they are not its defaults, content mode and 0.
     match mode {
-        OutputMode::Content => content_data(&mut data, &found, with_context),
-        _ => per_file_data(&mut data, &found, mode),
+        OutputMode::Content => content_data(&mut data, &found),
+        _ => {
+            per_file_data(&mut data, &found, mode);
+            data.field("mode").string(mode.name());
+        }
     }
-    data.field("mode").string(mode.name());
     data.field("truncated").raw(if found.truncated { "true" } else { "false" });
     data.field("skipped").raw(&skipped.to_string());
-    data.field("partlySearched").raw(&gave_up.to_string());
+    if gave_up > 0 {
+        data.field("partlySearched").raw(&gave_up.to_string());
+    }
     Ok(Output { structured: Some(Structured::Json(data.finish())), ..Output::text(text) })
 }
 
@@ -231,6 +240,8 @@ struct Findings {
     over_budget: Option<String>,
     /// What the walks left out.
     too_long: walk::Summary,
+    /// Some file was a candidate: of the globs' files, when there are globs.
+    candidates: bool,
 }
 
 /// Keeps the first hits that fit the reply's bound, counted as they will be written: each
@@ -245,8 +256,7 @@ fn fit_to_budget(found: &mut Findings, mode: OutputMode, mut budget: Budget) {
         let path = escaped_text_len(file.path.as_bytes());
         let fits = match mode {
             OutputMode::Content => file.lines.iter().position(|line| {
-                !budget
-                    .take(copies * (path + escaped_text_len(file.text_of(line).as_bytes()) + 48))
+                !budget.take(copies * (path + escaped_text_len(file.text_of(line).as_bytes()) + 48))
             }),
             _ => (!budget.take(copies * (path + 32))).then_some(0),
         };
@@ -263,6 +273,11 @@ fn fit_to_budget(found: &mut Findings, mode: OutputMode, mut budget: Budget) {
         return;
     }
 }
+
+/// Said instead of `NO_MATCHES` when the globs match no file at all (replay v2.2's words).
+const NO_FILES: &str =
+    "(no files to search: no file matches the globs; check them, or leave them out to search \
+     every file)";
 
 /// The exact engine, and its fast twin where the pattern has one.
 struct Matchers<'c> {

@@ -93,6 +93,29 @@ pub enum Content {
         data: String,
         mime_type: &'static str,
     },
+    /// Paths a search found: a text of the paths one per line (or `NO_MATCHES`), then the
+    /// notes, each on a line of its own. Where the revision has structured output (2025-06-18
+    /// on), the text also counts them (`[2 matches]`, after the paths) and one `resource_link`
+    /// per path follows it, as replay v2.2 answers.
+    Found {
+        paths: Vec<String>,
+        notes: String,
+    },
+}
+
+impl Content {
+    /// A `Found` item's text: the paths one per line, or `NO_MATCHES`; `[N matches]` after
+    /// them when `counted`; then the notes.
+    pub fn found_text(paths: &[String], notes: &str, counted: bool) -> String {
+        let mut text = match paths.len() {
+            0 => find::NO_MATCHES.to_owned(),
+            1 if counted => format!("{}\n[1 match]", paths[0]),
+            n if counted => format!("{}\n[{n} matches]", paths.join("\n")),
+            _ => paths.join("\n"),
+        };
+        text.push_str(notes);
+        text
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]

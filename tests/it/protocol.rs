@@ -58,6 +58,18 @@ fn initialize_unknown_version_gets_the_latest() {
     }
 }
 
+/// A handshake that fails drops the server from hosts that probe it at launch: `initialize`
+/// with params that are not an object negotiates the latest revision, as replay v2.2 does.
+#[test]
+fn initialize_with_params_not_an_object_gets_the_latest() {
+    for params in [json!("hello"), json!(7), json!(["2025-06-18"])] {
+        let env = TestEnv::new(&[], &[]);
+        let mut server = spawn_uninitialized(&env);
+        let reply = server.request("initialize", params.clone());
+        assert_eq!(reply.result()["protocolVersion"], "2025-11-25", "{params}: {}", reply.line);
+    }
+}
+
 #[test]
 fn requests_before_initialize_are_served() {
     let env = TestEnv::new(&[], &[("root/a.txt", "a")]);
