@@ -206,3 +206,18 @@ fn a_budgeted_read_of_a_16_mib_file_holds_its_reply_not_the_file() {
     assert!(whole > 32 * 1024, "read whole, the peak RSS grew by only {whole} KiB");
     assert!(budgeted < 8 * 1024, "the peak RSS grew by {budgeted} KiB for a 20 kB reply");
 }
+
+/// A session's output is read within the bound, from the offset the reply names.
+#[test]
+fn a_session_reads_its_output_within_the_bound_and_names_the_next_offset() {
+    let env = TestEnv::new(&[], &[]);
+    let mut server = server(&env, &[]);
+    let args = json!({"command": "seq 1 100000", "background": true, "waitSeconds": 30,
+                      "workingDirectory": env.p("root")});
+    let reply = server.call("execute_command", args);
+    within_bound(reply.result());
+    let text = reply.texts().join("\n");
+    assert!(text.starts_with("1\n2\n3\n"), "{}", &text[..20]);
+    let tail = &text[text.len() - 80..];
+    assert!(tail.contains(", next offset: ") && tail.contains(" more bytes]"), "{tail}");
+}
