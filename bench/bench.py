@@ -64,6 +64,7 @@ BENCHMARKS = [
     "edit-miss",
     "patch",
     "tokens",
+    "reply-budget",
 ]
 
 # Run only when named in --only: they need data of their own (scale: ../shared/bench/make-million.sh).
@@ -256,6 +257,13 @@ class McpClient:
         self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
         return t1 - self.t_spawn
 
+    def result(self, tool, args, timeout=CALL_TIMEOUT):
+        """tools/call; returns its whole `result` (or raises McpError)."""
+        _, reply = self.request("tools/call", {"name": tool, "arguments": args}, timeout)
+        if "error" in reply:
+            raise McpError(f"{self.name} {tool}: error {reply['error']}")
+        return reply.get("result", {})
+
     def tools(self):
         if self._tools is None:
             _, reply = self.request("tools/list", {})
@@ -365,15 +373,21 @@ class Impls:
     def _exe(path):
         return path if os.path.isfile(path) and os.access(path, os.X_OK) else None
 
-    def replay_argv(self, allow=None):
-        return [self.replay, "--mcp-server", "--allow", allow or f"{self.corpus}:ro"]
+    def replay_argv(self, allow=None, budget=None):
+        """replay's command line. `budget` is its --max-reply-tokens: None gives whole replies
+        (0), as the peers give them, so the rows compare the same work; "default" leaves the
+        flag out."""
+        argv = [self.replay, "--mcp-server", "--allow", allow or f"{self.corpus}:ro"]
+        if budget != "default":
+            argv += ["--max-reply-tokens", str(budget or 0)]
+        return argv
 
     @staticmethod
     def peer_argv(exe, dirs=None):
         return [exe] + list(dirs or [])
 
-    def start_replay(self, allow=None):
-        c = McpClient(self.replay_argv(allow), "replay")
+    def start_replay(self, allow=None, budget=None):
+        c = McpClient(self.replay_argv(allow, budget), "replay")
         c.initialize()
         return c
 
@@ -1747,6 +1761,78 @@ class Bench:
         summarize(g)
 
     # 14. scale: the million tree ------------------------------------------------------------
+
+    # The reply budget (--max-reply-tokens) ------------------------------------------------
+
+    def bench_reply_budget(self):
+        """What the token budget costs: its check on a whole 5 MiB read (a budget above the
+        file's size, against none), a budgeted read of 5 MiB (its first page), the peak memory of
+        a budgeted read of 16 MiB against a whole one, and what a glob's resource_link blocks add
+        in tokens to its path list."""
+        im = self.im
+        path = os.path.join(self.fix, "big-5mb.txt")
+        n = 5 if self.quick else 20
+        g = self.group("reply-budget", "reply budget: read_file big-5mb.txt (5 MiB, per call)")
+        times = {}
+        for label, budget in [("whole (--max-reply-tokens 0)", 0),
+                              ("budget above the file (100000000)", 100_000_000),
+                              ("default budget (20,000): first page", "default")]:
+            with im.start_replay(budget=budget) as c:
+                t, text = repeat(lambda: c.call("read_file", {"path": path}), n, warmup=2)
+                times[budget] = median(t)
+                g.add("replay", ms(t), result=f"{len(text):,} chars", peer=False, label=label)
+        extra = times[100_000_000] / times[0] - 1
+        g.set_check(extra <= 0.05, f"the budget's check adds {extra:+.1%} to a whole 5 MiB read")
+        summarize(g)
+
+        g = self.group("reply-budget-rss", "reply budget: read_file of a 16 MiB text file, "
+                       "peak RSS (VmHWM)", unit="MB")
+        with tempfile.TemporaryDirectory() as tmp:
+            big = os.path.join(tmp, "16mib.txt")
+            with open(big, "w") as f:
+                f.write(("x" * 63 + "\n") * (16 << 20 >> 6))
+            peaks = {}
+            for label, budget in [("whole (--max-reply-tokens 0)", 0), ("default budget", "default")]:
+                with im.start_replay(allow=f"{tmp}:ro", budget=budget) as c:
+                    base = c.vm_hwm_mb()
+                    c.call("read_file", {"path": big})
+                    peaks[budget] = c.vm_hwm_mb()
+                    g.add("replay", median_v=peaks[budget], peer=False, label=label,
+                          result=f"{base:.1f} MB before the call")
+            g.set_check(peaks["default"] < peaks[0] / 2,
+                        f"budgeted {peaks['default']:.1f} MB, whole {peaks[0]:.1f} MB")
+        for r in g.rows:
+            r["p95"] = None
+        summarize(g)
+
+        g = self.group("reply-budget-links", "glob_search **/*.toml in big/ (2025-06-18): "
+                       "tokens of the paths as text, and with resource_link blocks", unit="tokens")
+        count = tokens_counter()
+        if not count:
+            g.na("replay", "n/a (node is not installed)")
+            return
+        with im.start_replay() as c:
+            res = c.result("glob_search", {"directory": self.big, "globs": ["**/*.toml"]})
+        content = res.get("content", [])
+        text = "".join(i.get("text", "") for i in content if i.get("type") == "text")
+        links = [i for i in content if i.get("type") == "resource_link"]
+        paths = "\n".join(res.get("structuredContent", {}).get("matches", []))
+        texts = [paths, text, json.dumps(links)]
+        node = shutil.which("node")
+        env = dict(os.environ, NODE_PATH=os.path.join(TOKENS_DIR, "node_modules"))
+        p = subprocess.run([node, os.path.join(HERE, "tokens.cjs"), "--texts"],
+                           input=json.dumps(texts).encode(), stdout=subprocess.PIPE, env=env,
+                           check=True, timeout=120)
+        t_paths, t_text, t_links = json.loads(p.stdout)
+        g.add("replay", median_v=t_paths, peer=False, label="path list (2024-11-05 text)",
+              result=f"{len(links):,} paths")
+        g.add("replay", median_v=t_text, peer=False, label="text item (paths and count)")
+        g.add("replay", median_v=t_links, peer=False, label="resource_link blocks (JSON)",
+              result=f"{t_links / max(t_paths, 1):.2f}x the path list")
+        for r in g.rows:
+            r["p95"] = None
+        g.set_check(len(links) > 0, f"{len(links)} links")
+        summarize(g)
 
     def bench_scale(self):
         """Each call on a fresh replay server over the million tree (../shared/bench/make-million.sh):

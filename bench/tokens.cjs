@@ -13,6 +13,11 @@ const enc = new Tiktoken(o200k.bpe_ranks, o200k.special_tokens, o200k.pat_str);
 let input = "";
 process.stdin.on("data", (d) => (input += d));
 process.stdin.on("end", () => {
+  if (process.argv[2] === "--texts") {
+    // node bench/tokens.cjs --texts < texts.json: a JSON array of strings; prints their counts.
+    console.log(JSON.stringify(JSON.parse(input).map((t) => enc.encode(t).length)));
+    return;
+  }
   const tools = JSON.parse(input);
   const visible = (t) => ({ name: t.name, description: t.description || "", input_schema: t.inputSchema || {} });
   const perTool = tools.map((t) => ({ name: t.name, tokens: enc.encode(JSON.stringify(visible(t))).length }));

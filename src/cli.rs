@@ -15,6 +15,7 @@ use serde_json::{json, Value};
 use crate::client_config::{self, Client};
 use crate::policy::{canonical_root, expand_home, Access, AllowedRoot, MAX_ROOTS};
 use crate::protocol::ToolErrors;
+use crate::reply_size::REPLY_TOKENS;
 use crate::sandbox::SandboxConfig;
 use crate::selection::{self, Selection, UnknownTool};
 use crate::tools::limits::{self, CommandLimits};
@@ -279,6 +280,11 @@ struct PolicyArgs {
     #[arg(long = "command-processes", value_name = "N")]
     command_processes: Option<String>,
 
+    /// The most o200k tokens a tool reply's text may take; a longer reply stops with a note
+    /// that says how to get the rest. 0 is no bound: whole replies (default 20000).
+    #[arg(long = "max-reply-tokens", value_name = "N", allow_negative_numbers = true)]
+    max_reply_tokens: Option<String>,
+
     /// Log filter for stderr (error, warn, info, debug, trace, or a tracing directive);
     /// `RUST_LOG` is used when this is absent.
     #[arg(long, value_name = "LEVEL")]
@@ -334,6 +340,8 @@ pub struct Config {
     pub deny_commands: Vec<String>,
     /// What each command may take (`--command-memory` and the like).
     pub command_limits: CommandLimits,
+    /// `--max-reply-tokens` (`Settings::reply_tokens`).
+    pub reply_tokens: u32,
     pub sandbox: SandboxConfig,
     pub tool_errors: ToolErrors,
 }
@@ -623,6 +631,7 @@ fn config(
         disabled_tools: selection.left_out(),
         deny_commands: policy.deny_command.clone(),
         command_limits: command_limits(policy)?,
+        reply_tokens: reply_tokens(policy)?,
         sandbox,
         tool_errors,
     })
@@ -643,6 +652,19 @@ fn command_limits(policy: &PolicyArgs) -> Result<CommandLimits, Exit> {
         limits.processes = limits::parse_count(raw).map_err(|m| flag("command-processes", m))?;
     }
     Ok(limits)
+}
+
+/// `--max-reply-tokens`, or the default bound; a usage error for anything but a whole number.
+fn reply_tokens(policy: &PolicyArgs) -> Result<u32, Exit> {
+    let Some(raw) = &policy.max_reply_tokens else {
+        return Ok(REPLY_TOKENS);
+    };
+    raw.trim().parse().map_err(|_| {
+        usage(format!(
+            "replay: --max-reply-tokens: {raw:?} is not a whole number of tokens; give one \
+             such as 20000, or 0 for no bound"
+        ))
+    })
 }
 
 /// The roots in command-line order, whichever flag named them.
@@ -730,6 +752,9 @@ fn server_args(
         if let Some(value) = value {
             push(flag, Some(value.clone()));
         }
+    }
+    if let Some(value) = &policy.max_reply_tokens {
+        push("--max-reply-tokens", Some(value.clone()));
     }
     if tool_errors == ToolErrors::Result {
         push("--tool-errors", Some("result".to_string()));

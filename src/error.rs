@@ -330,6 +330,12 @@ fn line_too_long(
         Cap::Bytes(n) => {
             write!(f, " alone is longer than the {} a partial read returns", size_name(n))
         }
+        Cap::Tokens(_) => write!(
+            f,
+            " alone is over the reply's {} bound; see a part of it with execute_command \
+             (`cut -c 1-20000`), or start the server with a larger --max-reply-tokens",
+            cap.name()
+        ),
     }
 }
 

@@ -99,6 +99,11 @@ fn text_of(content: &[Content]) -> String {
             Content::Image { data, mime_type } => ("image", mime_type, data),
             Content::Audio { data, mime_type } => ("audio", mime_type, data),
             Content::Blob { data, mime_type, .. } => ("resource", mime_type, data),
+            Content::Found { paths, notes } => {
+                out.push_str(&Content::found_text(paths, notes, false));
+                out.push('\n');
+                continue;
+            }
         };
         let bytes = (data.len() / 4 * 3).saturating_sub(padding(data));
         out.push_str(&format!(

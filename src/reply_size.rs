@@ -34,22 +34,93 @@ pub const fn base64_len(n: usize) -> usize {
     n.div_ceil(3) * 4
 }
 
+/// The default bound on a reply's text in o200k tokens (`--max-reply-tokens`): Claude Code
+/// refuses a tool result over 25,000 tokens, and its own tokenizer counts more than o200k.
+pub const REPLY_TOKENS: u32 = 20_000;
+
+/// The JSON-escaped bytes a reply of `tokens` o200k tokens may take: as many bytes as tokens.
+/// A token is at least one byte of the text, and escaping never shrinks it, so the bound
+/// holds for any text without counting its tokens (no cost, and no tokenizer in the binary).
+/// It is loose: the benchmark corpus's text files average 0.29 tokens per escaped byte, but
+/// files of small numbers (`0 1 0 1 …`, petgraph's test graphs) take 1.00, so no smaller
+/// number of bytes per token holds even for the corpus.
+pub const fn token_bytes(tokens: u32) -> usize {
+    let bytes = tokens as usize;
+    if bytes < REPLY_BYTES {
+        bytes
+    } else {
+        REPLY_BYTES
+    }
+}
+
+/// Room a reply under a token bound keeps for the notes that say what it left out and how to
+/// get it: the longest (execute_command's two cut notes and its exit code) take about 600
+/// bytes.
+const NOTES_BYTES: usize = 1024;
+
 /// What is left of a reply's bound as a tool writes it.
 #[derive(Debug, Clone, Copy)]
 pub struct Budget {
     left: usize,
+    /// The bound in tokens, when the reply has one (`--max-reply-tokens`); else the bound is
+    /// `REPLY_BYTES`.
+    tokens: Option<u32>,
 }
 
 impl Default for Budget {
     fn default() -> Budget {
-        Budget { left: REPLY_BYTES }
+        Budget { left: REPLY_BYTES, tokens: None }
     }
 }
 
 impl Budget {
     /// A budget of `bytes` (the tests use small ones).
     pub fn of(bytes: usize) -> Budget {
-        Budget { left: bytes }
+        Budget { left: bytes, tokens: None }
+    }
+
+    /// The budget of a reply of at most `tokens` o200k tokens; 0 is no token bound, only
+    /// `REPLY_BYTES`.
+    pub fn of_tokens(tokens: u32) -> Budget {
+        match tokens {
+            0 => Budget::default(),
+            // The notes that say what was left out are written past what the tools count.
+            n => Budget {
+                left: token_bytes(n) - NOTES_BYTES.min(token_bytes(n) / 2),
+                tokens: Some(n),
+            },
+        }
+    }
+
+    /// The same bound, with `bytes` left (a part of a reply that shares it).
+    pub fn within(self, bytes: usize) -> Budget {
+        Budget { left: bytes.min(self.left), ..self }
+    }
+
+    /// The same bound, with nothing left.
+    pub fn spent(self) -> Budget {
+        Budget { left: 0, ..self }
+    }
+
+    /// The bound in tokens, if the reply has one.
+    pub fn tokens(&self) -> Option<u32> {
+        self.tokens
+    }
+
+    /// How the notes name the bound: `20,000-token`, or `24 MiB`.
+    pub fn name(&self) -> String {
+        match self.tokens {
+            Some(n) => format!("{}-token", thousands(n)),
+            None => REPLY_NAME.to_owned(),
+        }
+    }
+
+    /// The cap a page of read_file is held to: this bound's bytes, named by its tokens.
+    pub fn page_cap(&self) -> Cap {
+        match self.tokens {
+            Some(n) => Cap::Tokens(n),
+            None => Cap::Json(self.left),
+        }
     }
 
     pub fn left(&self) -> usize {
@@ -368,6 +439,22 @@ pub fn json_len(value: &Value) -> usize {
     }
 }
 
+/// Shares of `total` for items that want `wants`: an item that wants less than an even share
+/// of what is left gets what it wants, and the others split the rest evenly (water-filling), so
+/// one big file does not crowd out the small ones, nor they it.
+pub fn fair_shares(wants: &[usize], total: usize) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..wants.len()).collect();
+    order.sort_by_key(|&i| wants[i]);
+    let mut shares = vec![0; wants.len()];
+    let mut left = total;
+    for (k, &i) in order.iter().enumerate() {
+        let even = left / (wants.len() - k);
+        shares[i] = wants[i].min(even);
+        left -= shares[i];
+    }
+    shares
+}
+
 #[cfg(test)]
 mod tests;
 
@@ -378,6 +465,8 @@ pub enum Cap {
     Bytes(usize),
     /// A page's cap in JSON-escaped bytes (read_file's `Limits::json_cap`).
     Json(usize),
+    /// The reply's bound in tokens (`--max-reply-tokens`), kept as `token_bytes` of JSON.
+    Tokens(u32),
 }
 
 impl Cap {
@@ -386,8 +475,31 @@ impl Cap {
         match self {
             Cap::Bytes(n) => size_name(n),
             Cap::Json(n) => format!("{} JSON", size_name(n)),
+            Cap::Tokens(n) => format!("{}-token", thousands(n)),
         }
     }
+
+    /// The JSON-escaped bytes a page may take under this cap, when it bounds them.
+    pub fn json_bytes(self) -> Option<usize> {
+        match self {
+            Cap::Bytes(_) => None,
+            Cap::Json(n) => Some(n),
+            Cap::Tokens(n) => Some(token_bytes(n)),
+        }
+    }
+}
+
+/// `20,000` for 20000.
+pub fn thousands(n: u32) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, digit) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(digit);
+    }
+    out
 }
 
 /// `16 MiB` for a whole number of MiB, else bytes.

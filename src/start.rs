@@ -206,6 +206,7 @@ fn scope(config: Config, confined: &Confined, state: Option<Arc<StateDir>>) -> (
         sandbox_note: confined.status.note(),
         disabled_tools: config.disabled_tools,
         state,
+        reply_tokens: config.reply_tokens,
     };
     (Policy::new(config.roots, config.home), settings)
 }

@@ -151,6 +151,87 @@ fn reply(output: Output) -> ToolReply {
     ToolReply { content: output.content, is_error: output.is_error, structured: output.structured }
 }
 
+/// A tool's content item as MCP content items for `revision`: one, but for the paths a search
+/// found (`Content::Found`), which from 2025-06-18 on are counted and followed by a
+/// `resource_link` each. The text keeps the paths: a host that shows the model text only (or
+/// a replay v2.1 client) still gets the answer.
+fn render_items(content: Content, revision: Revision, out: &mut Vec<Value>) {
+    let Content::Found { paths, notes } = content else {
+        out.push(revision::tool_content(render_content(content), revision));
+        return;
+    };
+    let linked = revision.has_structured_output();
+    let text = Content::found_text(&paths, &notes, linked);
+    out.push(render_content(Content::Text(text)));
+    if linked {
+        out.extend(paths.iter().map(|path| resource_link(path)));
+    }
+}
+
+/// `{"type": "resource_link", "uri": "file:///…", "name": <basename>, "mimeType": …}`, the
+/// type left out where the name does not say it (`link_mime_type`).
+fn resource_link(path: &str) -> Value {
+    let name = path.rsplit('/').next().unwrap_or(path);
+    let mut link = Map::new();
+    link.insert("type".to_owned(), Value::from("resource_link"));
+    link.insert("uri".to_owned(), Value::String(file_uri(path)));
+    link.insert("name".to_owned(), Value::from(name));
+    if let Some(mime_type) = link_mime_type(name) {
+        link.insert("mimeType".to_owned(), Value::from(mime_type));
+    }
+    Value::Object(link)
+}
+
+/// `file://` and the path, each byte but the unreserved ones and `/` as `%XX` (RFC 3986), so
+/// that a space, `#`, `?` or `%` in a name stays part of the path.
+pub fn file_uri(path: &str) -> String {
+    const HEX: &[u8; 16] = b"0123456789ABCDEF";
+    let mut uri = String::with_capacity(path.len() + 7);
+    uri.push_str("file://");
+    for &byte in path.as_bytes() {
+        if byte.is_ascii_alphanumeric() || b"-._~/".contains(&byte) {
+            uri.push(char::from(byte));
+        } else {
+            uri.push('%');
+            uri.push(char::from(HEX[usize::from(byte >> 4)]));
+            uri.push(char::from(HEX[usize::from(byte & 0xf)]));
+        }
+    }
+    uri
+}
+
+/// The media type a link's name says, for the kinds of file a search hands back; none for the
+/// others, as a wrong type is worse than none to a client that dispatches on it.
+pub fn link_mime_type(name: &str) -> Option<&'static str> {
+    let (_, ext) = name.rsplit_once('.')?;
+    let mime_type = match ext.to_ascii_lowercase().as_str() {
+        "txt" | "text" => "text/plain",
+        "md" | "markdown" => "text/markdown",
+        "html" | "htm" => "text/html",
+        "css" => "text/css",
+        "js" | "mjs" => "text/javascript",
+        "py" => "text/x-python",
+        "swift" => "text/x-swift",
+        "c" | "h" => "text/x-c",
+        "cpp" | "cc" | "cxx" | "hpp" | "hh" | "mm" => "text/x-c++",
+        "m" => "text/x-objcsrc",
+        "rs" => "text/x-rust",
+        "go" => "text/x-go",
+        "json" => "application/json",
+        "xml" => "application/xml",
+        "yaml" | "yml" => "application/yaml",
+        "toml" => "application/toml",
+        "sh" | "bash" | "zsh" => "application/x-sh",
+        "pdf" => "application/pdf",
+        "png" => "image/png",
+        "jpg" | "jpeg" => "image/jpeg",
+        "gif" => "image/gif",
+        "svg" => "image/svg+xml",
+        _ => return None,
+    };
+    Some(mime_type)
+}
+
 /// An MCP content item. Built member by member, moving the tool's strings in: `json!` would
 /// copy them (a 5 MiB file's text, or a 24 MiB tree, held twice).
 fn render_content(content: Content) -> Value {
@@ -177,6 +258,9 @@ fn render_content(content: Content) -> Value {
             resource.insert("blob".to_owned(), Value::String(data));
             item("resource", vec![("resource", Value::Object(resource))])
         }
+        Content::Found { paths, notes } => {
+            render_content(Content::Text(Content::found_text(&paths, &notes, false)))
+        }
     }
 }
 
@@ -190,11 +274,10 @@ pub fn write_result(
     out: &mut Vec<u8>,
     limit: usize,
 ) -> Result<(), usize> {
-    let content: Vec<Value> = reply
-        .content
-        .into_iter()
-        .map(|item| revision::tool_content(render_content(item), revision))
-        .collect();
+    let mut content: Vec<Value> = Vec::with_capacity(reply.content.len());
+    for item in reply.content {
+        render_items(item, revision, &mut content);
+    }
     let structured = reply.structured.filter(|_| revision.has_structured_output());
     let modern = revision.is_modern().then(|| revision::modern_result(json!({})).to_string());
     let (is_error, structured_ref, modern_ref) =
@@ -281,3 +364,6 @@ fn result_len(
     fixed += modern.map_or(0, |m| m.len() - 1);
     (fixed + least, fixed + most)
 }
+
+#[cfg(test)]
+mod tests;

@@ -109,6 +109,14 @@ pub fn server_info() -> Value {
     json!({"name": "replay", "version": env!("CARGO_PKG_VERSION")})
 }
 
+/// What the host shows the model of replay before it loads any tool's schema: what it serves and
+/// the habits that keep replies small. At most 120 o200k tokens (`tests`).
+pub const INSTRUCTIONS: &str = "replay serves the files of its allowed directories: paths are \
+absolute and inside them (list_allowed_directories). Read big files in pages with read_file's \
+offset and limit; a reply over its token budget stops with a note saying how to get the rest. \
+Change files with edit_file rather than rewriting them whole. Search contents with grep_files \
+and names with glob_search.";
+
 /// One tool definition as `revision` knows tools: no annotations before 2025-03-26, no title or
 /// `outputSchema` before 2025-06-18.
 pub fn tool_definition(definition: &Value, revision: Revision) -> Value {
@@ -154,6 +162,19 @@ pub fn modern_result(mut result: Value) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Hosts that load schemas on demand show the model only tool names and the instructions.
+    #[test]
+    fn r24_the_instructions_fit_in_120_tokens() {
+        let bpe = tiktoken_rs::o200k_base().expect("o200k_base ships with tiktoken-rs");
+        let n = bpe.encode_ordinary(INSTRUCTIONS).len();
+        assert!(n <= 120, "the instructions take {n} tokens, over 120");
+        for named in
+            ["list_allowed_directories", "offset", "edit_file", "grep_files", "glob_search"]
+        {
+            assert!(INSTRUCTIONS.contains(named), "the instructions do not name {named}");
+        }
+    }
 
     #[track_caller]
     fn check_envelope(params: Value, expect: &str) {

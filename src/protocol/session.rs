@@ -280,6 +280,7 @@ impl Session {
             "protocolVersion": revision.as_str(),
             "capabilities": {"tools": {"listChanged": false}},
             "serverInfo": revision::server_info(),
+            "instructions": revision::INSTRUCTIONS,
         })
     }
 
@@ -331,6 +332,7 @@ fn discover() -> Value {
         "capabilities": {"tools": {"listChanged": false}},
         "ttlMs": 300_000,
         "cacheScope": "private",
+        "instructions": revision::INSTRUCTIONS,
     }))
 }
 

@@ -185,3 +185,36 @@ fn shown_lengths() {
         assert_eq!(shown_escaped_len(raw), escaped_text_len(shown.as_bytes()), "{raw:?}");
     }
 }
+
+/// Fair shares of a budget: what a small item wants it gets, the big ones split the rest.
+#[test]
+fn fair_shares_fill_the_small_wants_first() {
+    #[track_caller]
+    fn check(wants: &[usize], total: usize, expect: &[usize]) {
+        assert_eq!(fair_shares(wants, total), expect, "{wants:?} of {total}");
+    }
+    check(&[], 100, &[]);
+    check(&[10, 20], 100, &[10, 20]);
+    check(&[500, 10, 500], 100, &[45, 10, 45]);
+    check(&[500, 500, 500], 90, &[30, 30, 30]);
+    check(&[30, 500], 100, &[30, 70]);
+    check(&[7], 0, &[0]);
+}
+
+/// The bound in tokens is the bound in escaped bytes less room for the notes, named by its
+/// tokens; 0 is the 24 MiB bound as before.
+#[test]
+fn token_budgets() {
+    let default = Budget::of_tokens(REPLY_TOKENS);
+    assert_eq!((default.left(), default.name()), (20_000 - 1024, "20,000-token".to_owned()));
+    assert_eq!(default.page_cap().name(), "20,000-token");
+    let off = Budget::of_tokens(0);
+    assert_eq!((off.left(), off.name(), off.tokens()), (REPLY_BYTES, "24 MiB".to_owned(), None));
+    assert_eq!(Budget::of_tokens(100).left(), 50);
+    assert_eq!(Budget::of_tokens(u32::MAX).left(), REPLY_BYTES - 1024);
+    assert_eq!(default.within(5).left(), 5);
+    assert_eq!(default.spent().left(), 0);
+    for (n, shown) in [(0, "0"), (999, "999"), (1000, "1,000"), (1_234_567, "1,234,567")] {
+        assert_eq!(thousands(n), shown);
+    }
+}

@@ -59,26 +59,40 @@ fn field_names() {
     assert_eq!(field_name("/edits/0/oldText"), "edits[0].oldText");
 }
 
-/// Every tool has a title and the four hints; only the command tools reach beyond the allowed
-/// directories (openWorldHint), and a tool is read-only exactly when it changes nothing.
+/// Every tool has a title and its hints; only the command tools reach beyond the allowed
+/// directories (openWorldHint), and a tool is read-only exactly when it changes nothing. A
+/// read-only tool has no destructiveHint or idempotentHint, which the MCP specification defines
+/// only for tools that change something (replay v2.2's classes).
 #[test]
 fn every_tool_has_a_title_and_honest_hints() {
     for def in definitions() {
         let d = &def.definition;
         assert!(d["title"].as_str().is_some_and(|t| !t.is_empty()), "{}: title", def.name);
         let hints = &d["annotations"];
-        for hint in ["readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"] {
+        let reads_only = hints["readOnlyHint"] == true;
+        let names: &[&str] = if reads_only {
+            &["readOnlyHint", "openWorldHint"]
+        } else {
+            &["readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"]
+        };
+        let keys: Vec<&str> =
+            hints.as_object().map(|m| m.keys().map(String::as_str).collect()).unwrap_or_default();
+        assert_eq!(keys.len(), names.len(), "{}: {hints}", def.name);
+        for hint in names {
             assert!(hints[hint].is_boolean(), "{}: {hint}", def.name);
         }
         let open = matches!(def.name, "execute_command" | "command_session");
         assert_eq!(hints["openWorldHint"] == true, open, "{}", def.name);
-        let reads_only = def.name.starts_with("read_")
+        let read_only_tool = def.name.starts_with("read_")
             || def.name.starts_with("list_")
             || ["directory_tree", "get_file_info", "search_files", "glob_search", "grep_files"]
                 .contains(&def.name);
-        assert_eq!(hints["readOnlyHint"] == true, reads_only, "{}: readOnlyHint", def.name);
-        if reads_only {
-            assert_eq!(hints["destructiveHint"], false, "{}", def.name);
+        assert_eq!(reads_only, read_only_tool, "{}: readOnlyHint", def.name);
+        // Writing the same bytes, deleting a deleted path and making a made directory land on
+        // the same state.
+        let idempotent = ["write_file", "delete_file", "create_directory"].contains(&def.name);
+        if !read_only_tool {
+            assert_eq!(hints["idempotentHint"] == true, idempotent, "{}", def.name);
         }
     }
 }

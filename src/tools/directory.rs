@@ -14,7 +14,7 @@ use crate::error::ToolError;
 use crate::fs::atomic::TEMP_PREFIX;
 use crate::policy::confined::{self, Kind};
 use crate::policy::ResolvedPath;
-use crate::reply_size::{escaped_len, Budget, JsonObject, REPLY_NAME};
+use crate::reply_size::{escaped_len, Budget, JsonObject};
 use crate::tools::time::iso8601_utc;
 use crate::tools::{Ctx, Output, Structured};
 
@@ -67,10 +67,15 @@ pub fn create_directory(ctx: &Ctx, args: PathArgs) -> Result<Output, ToolError> 
 /// The entries of one directory in `order`: those the reply can show, and what the rest add
 /// to the totals. Sizes and times, when asked for, come from `fstatat` on the directory's
 /// handle, not following links; an entry gone meanwhile has neither.
-fn read_listing(dir: &ResolvedPath, order: SortBy, stat: bool) -> Result<Listing, ToolError> {
+fn read_listing(
+    dir: &ResolvedPath,
+    order: SortBy,
+    stat: bool,
+    budget: Budget,
+) -> Result<Listing, ToolError> {
     let failed = |e| ToolError::io("list directory", &dir.shown, e);
     let handle = dir.open_dir().map_err(failed)?;
-    let mut listing = Listing::new(order, Budget::default().left());
+    let mut listing = Listing::new(order, budget.left());
     confined::for_each_entry(handle.as_fd(), |name, kind| {
         let bytes = name.as_encoded_bytes();
         if bytes.starts_with(TEMP_PREFIX.as_bytes()) {
@@ -96,7 +101,8 @@ pub fn list_directory(ctx: &Ctx, args: ListArgs) -> Result<Output, ToolError> {
     let resolved = ctx.policy.resolve_read(&args.path)?;
     let show_sizes = args.with_sizes || args.sort_by == SortBy::Size;
     let show_times = args.sort_by == SortBy::Modified;
-    let listing = read_listing(&resolved, args.sort_by, show_sizes || show_times)?;
+    let budget = ctx.settings.budget();
+    let listing = read_listing(&resolved, args.sort_by, show_sizes || show_times, budget)?;
     let path = resolved.shown.display().to_string();
     if listing.len() == 0 && listing.left_out.count == 0 {
         let mut data = JsonObject::default();
@@ -127,9 +133,10 @@ pub fn list_directory(ctx: &Ctx, args: ListArgs) -> Result<Output, ToolError> {
     data.field("path").string(&path);
     if listing.left_out.count > 0 {
         text.push_str(&format!(
-            "[{} more entries not shown: the reply reached its {REPLY_NAME} bound; find what \
-             you need with glob_search or search_files]\n",
-            listing.left_out.count
+            "[{} more entries not shown: the reply reached its {} bound; find what you need \
+             with glob_search or search_files]\n",
+            listing.left_out.count,
+            budget.name()
         ));
     }
     if show_sizes {

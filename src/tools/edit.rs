@@ -18,7 +18,7 @@ use crate::fs::atomic::atomic_write;
 use crate::fs::digest;
 use crate::fs::read::read_capped;
 use crate::policy::ResolvedPath;
-use crate::reply_size::{escaped_text_len, Budget, REPLY_NAME};
+use crate::reply_size::{escaped_text_len, Budget};
 use crate::tools::{Content, Ctx, Output};
 use crate::walk;
 
@@ -71,7 +71,7 @@ pub struct EditFilesArgs {
 pub fn edit_file(ctx: &Ctx, args: EditFileArgs) -> Result<Output, ToolError> {
     let edits = to_edits(args.edits);
     let resolved = resolve(ctx, &args.path, args.dry_run)?;
-    let mut budget = Budget::default();
+    let mut budget = ctx.settings.budget();
     let ends = TurnEnds::WithThisFile;
     let expected = args.expected_sha256.as_deref();
     Ok(Output::text(edit_one(ctx, &resolved, &edits, args.dry_run, &mut budget, ends, expected)?))
@@ -105,7 +105,7 @@ pub fn edit_files(ctx: &Ctx, args: EditFilesArgs) -> Result<Output, ToolError> {
     files.retain(|f| seen.insert(f.real.clone()));
     let total = files.len() as u64;
     let mut content = Vec::with_capacity(files.len());
-    let mut budget = Budget::default();
+    let mut budget = ctx.settings.budget();
     for (done, file) in (1..).zip(&files) {
         if ctx.cancel.is_cancelled() {
             return Err(ToolError::Cancelled);
@@ -316,8 +316,9 @@ pub(crate) fn unified_diff(
     let mut out = format!("--- {path}\n+++ {path}\n");
     if !budget.take(escaped_text_len(out.as_bytes())) {
         return Ok(format!(
-            "{path}: [diff not shown: the reply reached its {REPLY_NAME} bound; dry-run this \
-             file alone]"
+            "{path}: [diff not shown: the reply reached its {} bound; dry-run this file \
+             alone]",
+            budget.name()
         ));
     }
     let diff = similar::TextDiff::configure()
@@ -351,11 +352,12 @@ pub(crate) fn unified_diff(
             }
             if !budget.take(escaped_text_len(line.as_bytes())) {
                 out.push_str(&format!(
-                    "[diff cut at the reply's {REPLY_NAME} bound: {shown_hunks} of {} hunks \
-                     shown whole; dry-run fewer edits, or fewer files, at a time]",
+                    "[diff cut at the reply's {} bound: {shown_hunks} of {} hunks shown \
+                     whole; dry-run fewer edits, or fewer files, at a time]",
+                    budget.name(),
                     hunks.len()
                 ));
-                *budget = Budget::of(0);
+                *budget = budget.spent();
                 return Ok(out);
             }
             out.push_str(&line);

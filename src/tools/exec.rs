@@ -30,6 +30,7 @@ use serde_json::json;
 
 use crate::error::ToolError;
 use crate::policy::{Access, ResolvedPath};
+use crate::reply_size::{self, Budget};
 use crate::tools::{resolve_dir, Content, Ctx, Output, Structured};
 use output::Captured;
 
@@ -119,7 +120,8 @@ pub fn execute_command(ctx: &Ctx, args: ExecArgs) -> Result<Output, ToolError> {
             (ctx.settings.confinement.refusal_hint(&tail), limits.note(status, &tail))
         }
     };
-    let mut output = render(out, err, status, timed_out.then_some(timeout));
+    let budget = ctx.settings.budget();
+    let mut output = render(out, err, status, timed_out.then_some(timeout), budget);
     if held {
         note_held(&mut output);
     }
@@ -323,9 +325,28 @@ fn note_held(output: &mut Output) {
     text.insert_str(at, &format!("{}\n", output::HELD_NOTE));
 }
 
-fn render(out: Captured, err: Captured, status: ExitStatus, timed_out: Option<u64>) -> Output {
-    let stdout = out.render(|cut| cut_note("stdout", cut, out.total));
-    let stderr = err.render(|cut| cut_note("stderr", cut, err.total));
+fn render(
+    out: Captured,
+    err: Captured,
+    status: ExitStatus,
+    timed_out: Option<u64>,
+    budget: Budget,
+) -> Output {
+    let (stdout, stderr) = match budget.tokens() {
+        None => (
+            out.render(|cut| cut_note("stdout", cut, out.total)),
+            err.render(|cut| cut_note("stderr", cut, err.total)),
+        ),
+        Some(_) => {
+            // The two streams share the bound; the budget keeps room for the notes.
+            let shares = reply_size::fair_shares(&[out.total, err.total], budget.left());
+            let bound = budget.name();
+            (
+                out.render_within(shares[0], |cut| budget_note("stdout", cut, out.total, &bound)),
+                err.render_within(shares[1], |cut| budget_note("stderr", cut, err.total, &bound)),
+            )
+        }
+    };
     // The data, as the text says it: the shell's exit code, or the signal that ended it (which
     // the text shows as the shell's 128 + N).
     let structured = json!({
@@ -357,6 +378,14 @@ fn render(out: Captured, err: Captured, status: ExitStatus, timed_out: Option<u6
     }
     let is_error = code != 0 || timed_out.is_some();
     Output { content, is_error, structured: Some(Structured::Value(structured)) }
+}
+
+/// Said where a stream's middle was cut to fit the reply's token bound, and how to see it all.
+fn budget_note(stream: &str, cut: usize, total: usize, bound: &str) -> String {
+    format!(
+        "\n[{stream}: {cut} bytes of {total} cut here to fit the reply's {bound} bound; to see \
+         them, redirect the output to a file and read it with read_file or grep_files]\n"
+    )
 }
 
 /// Said where a stream's middle was cut: exactly how many bytes are not shown.

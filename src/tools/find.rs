@@ -8,8 +8,8 @@ use std::path::Path;
 
 use crate::policy::confined::Kind;
 use crate::progress::Tally;
-use crate::reply_size::{escaped_text_len, Budget, REPLY_BYTES, REPLY_NAME};
-use crate::tools::{resolve_dir, Ctx, Output, Structured};
+use crate::reply_size::{escaped_text_len, Budget};
+use crate::tools::{resolve_dir, Content, Ctx, Output, Structured};
 use crate::walk::filter::{self, Limit};
 use crate::walk::glob::{self, Exclude};
 use crate::walk::{self, WalkOptions};
@@ -80,44 +80,43 @@ pub fn search_files(ctx: &Ctx, args: SearchFilesArgs) -> Result<Output, ToolErro
             String::from_utf8_lossy(name).to_lowercase().contains(&needle)
         }
     };
-    let weigh = |rel: &Path| hit_weight(&dir.shown, rel);
-    let limit = Limit { count: usize::MAX, weight: REPLY_BYTES, weigh: &weigh };
+    let mut hits = Hits::new(ctx.settings.budget());
+    let weigh = |rel: &Path| hits.weight(&dir.shown, rel);
+    let limit = Limit { count: usize::MAX, weight: hits.budget.left(), weigh: &weigh };
     let found = filter::filtered(&dir, &options, &limit, accept)
         .map_err(|e| ToolError::io("search", &dir.shown, e))?;
     if ctx.cancel.is_cancelled() {
         return Err(ToolError::Cancelled);
     }
-    let mut hits = Hits::default();
     for entry in &found.entries {
         hits.push(dir.shown.join(entry.rel()).to_string_lossy().into_owned());
     }
     // The matches `filtered` did not keep would not have fit.
     hits.left_out += total_usize(found.total) - found.entries.len();
     let summary = found.summary;
-    let mut text = hits.text();
+    let mut notes = String::new();
     if hits.paths.is_empty() && args.name_contains.contains(['*', '?', '[']) {
         // The contract's first line stays; the next says why a pattern found nothing.
-        text.push_str(
+        notes.push_str(
             "\n[nameContains is a literal substring, not a glob: for a pattern use glob_search]",
         );
     }
     if hits.left_out > 0 {
-        text.push_str(&format!(
-            "\n[{} more matches not shown: the reply reached its {REPLY_NAME} bound; narrow \
+        notes.push_str(&format!(
+            "\n[{} more matches not shown: the reply reached its {} bound; narrow \
              nameContains or directory, or add excludeGlobs]",
-            hits.left_out
+            hits.left_out,
+            hits.budget.name()
         ));
     }
-    push_note(&mut text, summary.note());
-    Ok(Output {
-        structured: Some(Structured::Value(json!({ "matches": hits.paths }))),
-        ..Output::text(text)
-    })
+    push_note(&mut notes, summary.note());
+    let structured = json!({ "matches": hits.paths, "count": hits.paths.len() });
+    Ok(hits.output(notes, structured))
 }
 
 /// The paths a search found, as many as fit the reply's bound (`reply_size`): each is in
-/// the reply twice, in the text and in the structured content.
-#[derive(Default)]
+/// the reply as a line of the text, a `resource_link` where the revision has them, and a
+/// string of the structured content.
 struct Hits {
     paths: Vec<String>,
     /// Found, but over the bound.
@@ -125,25 +124,47 @@ struct Hits {
     budget: Budget,
 }
 
+/// What a path costs in the reply besides its bytes in its copies: a link's JSON
+/// (`{"type":"resource_link","uri":"file://","name":"","mimeType":"text/x-c++"},` is 73 bytes),
+/// the text's newline and the structured array's quotes and comma.
+const HIT_BYTES: usize = 80;
+
 impl Hits {
+    fn new(budget: Budget) -> Hits {
+        Hits { paths: Vec::new(), left_out: 0, budget }
+    }
+
     fn push(&mut self, path: String) {
-        // A line of the text, and a string of the structured array.
-        if self.left_out > 0 || !self.budget.take(2 * (escaped_text_len(path.as_bytes()) + 4)) {
+        // A line of the text, a link (its URI, and its name at most as long), and a string of
+        // the structured array. A link's URI escapes a byte in up to 3 (`%0A`), which JSON
+        // leaves as they are, where it escapes a control byte in 6.
+        let cost = 4 * escaped_text_len(path.as_bytes()) + HIT_BYTES;
+        if self.left_out > 0 || !self.budget.take(cost) {
             self.left_out += 1;
             return;
         }
         self.paths.push(path);
     }
 
+    /// What a path costs in the reply at least (`push` counts it exactly): the directory as
+    /// shown and the path below it, each byte at least once. Lossy conversion, escaping and
+    /// the slash between them only add bytes.
+    fn weight(&self, shown: &Path, rel: &Path) -> usize {
+        let bytes = shown.as_os_str().len() + escaped_text_len(rel.as_os_str().as_encoded_bytes());
+        4 * bytes + HIT_BYTES
+    }
+
     fn len(&self) -> usize {
         self.paths.len() + self.left_out
     }
 
-    fn text(&self) -> String {
-        if self.paths.is_empty() {
-            NO_MATCHES.to_string()
-        } else {
-            self.paths.join("\n")
+    /// The reply: the paths (`Content::Found`, links too where the revision has them), then
+    /// `notes`.
+    fn output(self, notes: String, structured: Value) -> Output {
+        Output {
+            content: vec![Content::Found { paths: self.paths, notes }],
+            is_error: false,
+            structured: Some(Structured::Value(structured)),
         }
     }
 }
@@ -159,14 +180,6 @@ fn push_note(text: &mut String, note: Option<String>) {
 /// The progress message of a walk.
 fn walked(n: u64) -> String {
     format!("walked {n} entries")
-}
-
-/// What a path costs in the reply at least (`Hits::push` counts it exactly): the directory
-/// as shown and the path below it, each byte at least once, twice over. Lossy conversion,
-/// escaping and the slash between them only add bytes.
-fn hit_weight(shown: &Path, rel: &Path) -> usize {
-    let bytes = shown.as_os_str().len() + escaped_text_len(rel.as_os_str().as_encoded_bytes());
-    2 * (bytes + 4)
 }
 
 fn total_usize(total: u64) -> usize {
@@ -204,15 +217,15 @@ pub fn glob_search(ctx: &Ctx, args: GlobSearchArgs) -> Result<Output, ToolError>
     let tally = Tally::new(ctx.progress, walked);
     let options = walk_options(ctx, &tally, args.respect_gitignore, &args.exclude_globs)?;
     let accept = |entry: &walk::Entry| entry.kind == Kind::File && set.is_match(entry.rel());
-    let weigh = |rel: &Path| hit_weight(&dir.shown, rel);
+    let mut hits = Hits::new(ctx.settings.budget());
+    let weigh = |rel: &Path| hits.weight(&dir.shown, rel);
     let count = if args.max == 0 { usize::MAX } else { args.max };
-    let limit = Limit { count, weight: REPLY_BYTES, weigh: &weigh };
+    let limit = Limit { count, weight: hits.budget.left(), weigh: &weigh };
     let found = filter::filtered(&dir, &options, &limit, accept)
         .map_err(|e| ToolError::io("search", &dir.shown, e))?;
     if ctx.cancel.is_cancelled() {
         return Err(ToolError::Cancelled);
     }
-    let mut hits = Hits::default();
     for entry in found.entries.iter().take(count) {
         hits.push(dir.shown.join(entry.rel()).to_string_lossy().into_owned());
     }
@@ -222,22 +235,24 @@ pub fn glob_search(ctx: &Ctx, args: GlobSearchArgs) -> Result<Output, ToolError>
     let mut truncated = total > count;
     hits.left_out += total.min(count) - hits.len();
     let summary = found.summary;
-    let mut text = hits.text();
+    let mut notes = String::new();
     if truncated {
-        text.push_str(&format!(
+        notes.push_str(&format!(
             "\n[results truncated at max={}: narrow the globs, or raise max (0 = unlimited)]",
             args.max
         ));
     }
     if hits.left_out > 0 {
         truncated = true;
-        text.push_str(&format!(
-            "\n[{} more files not shown: the reply reached its {REPLY_NAME} bound; narrow the \
-             globs or the directory]",
-            hits.left_out
+        notes.push_str(&format!(
+            "\n[{} more files not shown: the reply reached its {} bound; narrow the globs or \
+             the directory, or lower max]",
+            hits.left_out,
+            hits.budget.name()
         ));
     }
-    push_note(&mut text, summary.note());
-    let structured = json!({ "files": hits.paths, "truncated": truncated });
-    Ok(Output { structured: Some(Structured::Value(structured)), ..Output::text(text) })
+    push_note(&mut notes, summary.note());
+    let structured =
+        json!({ "matches": hits.paths, "count": hits.paths.len(), "truncated": truncated });
+    Ok(hits.output(notes, structured))
 }

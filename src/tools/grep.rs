@@ -21,7 +21,7 @@ use crate::js_regex::JsRegex;
 use crate::policy::confined::Kind;
 use crate::policy::ResolvedPath;
 use crate::progress::Tally;
-use crate::reply_size::{escaped_text_len, Budget, JsonObject, REPLY_NAME};
+use crate::reply_size::{escaped_text_len, Budget, JsonObject};
 use crate::tools::find::NO_MATCHES;
 use crate::tools::{resolve_dir, Ctx, Output, Structured};
 use crate::walk::glob::{self, Exclude};
@@ -119,12 +119,15 @@ pub fn grep_files(ctx: &Ctx, args: GrepArgs) -> Result<Output, ToolError> {
     if ctx.cancel.is_cancelled() {
         return Err(ToolError::Cancelled);
     }
-    fit_to_budget(&mut found, mode, Budget::default());
+    fit_to_budget(&mut found, mode, ctx.settings.budget());
     let with_context = args.context_lines > 0;
     let mut text = match mode {
         OutputMode::Content => render(&found, args.max_results, with_context, skipped),
         _ => render_per_file(&found, mode, args.max_results, skipped),
     };
+    if !found.candidates && !args.globs.is_empty() && text.starts_with(NO_MATCHES) {
+        text.replace_range(..NO_MATCHES.len(), NO_FILES);
+    }
     if let Some(note) = found.too_long.note() {
         text.push('\n');
         text.push_str(&note);
@@ -136,14 +139,20 @@ pub fn grep_files(ctx: &Ctx, args: GrepArgs) -> Result<Output, ToolError> {
         ));
     }
     let mut data = JsonObject::default();
+    // replay v2.2's shape; `mode` (for the per-file modes) and `partlySearched` are said only
+    // when they are not its defaults, content mode and 0.
     match mode {
-        OutputMode::Content => content_data(&mut data, &found, with_context),
-        _ => per_file_data(&mut data, &found, mode),
+        OutputMode::Content => content_data(&mut data, &found),
+        _ => {
+            per_file_data(&mut data, &found, mode);
+            data.field("mode").string(mode.name());
+        }
     }
-    data.field("mode").string(mode.name());
     data.field("truncated").raw(if found.truncated { "true" } else { "false" });
     data.field("skipped").raw(&skipped.to_string());
-    data.field("partlySearched").raw(&gave_up.to_string());
+    if gave_up > 0 {
+        data.field("partlySearched").raw(&gave_up.to_string());
+    }
     Ok(Output { structured: Some(Structured::Json(data.finish())), ..Output::text(text) })
 }
 
@@ -227,24 +236,29 @@ struct Findings {
     /// Per file, in path order, only files with hits.
     files: Vec<FileHits>,
     truncated: bool,
-    /// Cut to fit the reply's bound (`fit_to_budget`), not by `maxResults`.
-    over_budget: bool,
+    /// Cut to fit the reply's bound (`fit_to_budget`), not by `maxResults`: the bound's name.
+    over_budget: Option<String>,
     /// What the walks left out.
     too_long: walk::Summary,
+    /// Some file was a candidate: of the globs' files, when there are globs.
+    candidates: bool,
 }
 
 /// Keeps the first hits that fit the reply's bound, counted as they will be written: each
-/// line (or file) is in the reply twice, in the text and in the structured content. What is cut
-/// is cut as `maxResults` cuts: whole matching lines, in path order, with their context before.
+/// line (or file) is in the reply twice, in the text and in the structured content. A bound in
+/// tokens counts the text only, which is what a host shows the model; the structured content is
+/// the same cut. What is cut is cut as `maxResults` cuts: whole matching lines, in path order,
+/// with their context before.
 fn fit_to_budget(found: &mut Findings, mode: OutputMode, mut budget: Budget) {
+    let copies = if budget.tokens().is_some() { 1 } else { 2 };
     for i in 0..found.files.len() {
         let file = &found.files[i];
         let path = escaped_text_len(file.path.as_bytes());
         let fits = match mode {
             OutputMode::Content => file.lines.iter().position(|line| {
-                !budget.take(2 * (path + escaped_text_len(file.text_of(line).as_bytes()) + 48))
+                !budget.take(copies * (path + escaped_text_len(file.text_of(line).as_bytes()) + 48))
             }),
-            _ => (!budget.take(2 * (path + 32))).then_some(0),
+            _ => (!budget.take(copies * (path + 32))).then_some(0),
         };
         let Some(fit) = fits else { continue };
         let keep = file.lines[..fit].iter().filter(|line| line.matched).count();
@@ -255,10 +269,15 @@ fn fit_to_budget(found: &mut Findings, mode: OutputMode, mut budget: Budget) {
             }
         }
         found.truncated = true;
-        found.over_budget = true;
+        found.over_budget = Some(budget.name());
         return;
     }
 }
+
+/// Said instead of `NO_MATCHES` when the globs match no file at all (replay v2.2's words).
+const NO_FILES: &str =
+    "(no files to search: no file matches the globs; check them, or leave them out to search \
+     every file)";
 
 /// The exact engine, and its fast twin where the pattern has one.
 struct Matchers<'c> {

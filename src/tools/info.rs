@@ -55,13 +55,7 @@ pub fn list_allowed_directories(ctx: &Ctx) -> Output {
     let mut structured = json!({
         "directories": roots
             .iter()
-            .map(|r| {
-                let access = match r.access {
-                    Access::Write => "write",
-                    Access::Read => "read",
-                };
-                json!({"path": r.path.to_string_lossy(), "access": access})
-            })
+            .map(|r| json!({"path": r.path.to_string_lossy(), "writable": r.access == Access::Write}))
             .collect::<Vec<Value>>(),
     });
     if let Some(note) = note {

@@ -26,6 +26,7 @@ use serde_json::Value;
 use crate::error::ToolError;
 use crate::policy::{Policy, ResolvedPath};
 use crate::progress::{Cancel, Progress};
+use crate::reply_size::Budget;
 use crate::write_order::WriteTurn;
 
 use self::table::Tool;
@@ -61,9 +62,16 @@ pub struct Settings {
     /// Tools left out of tools/list and refused (`--read-only`, `--tools`, `--disable-tool`,
     /// `--no-exec`; see `selection`).
     pub disabled_tools: Vec<Tool>,
+    /// The bound on a reply's text in o200k tokens (`--max-reply-tokens`); 0 is none.
+    pub reply_tokens: u32,
 }
 
 impl Settings {
+    /// What one reply may hold: `reply_tokens`, and `REPLY_BYTES` in any case.
+    pub fn budget(&self) -> Budget {
+        Budget::of_tokens(self.reply_tokens)
+    }
+
     /// Whether this server offers the tool.
     pub fn serves(&self, tool: Tool) -> bool {
         !self.disabled_tools.contains(&tool)
@@ -88,6 +96,29 @@ pub enum Content {
         data: String,
         mime_type: &'static str,
     },
+    /// Paths a search found: a text of the paths one per line (or `NO_MATCHES`), then the
+    /// notes, each on a line of its own. Where the revision has structured output (2025-06-18
+    /// on), the text also counts them (`[2 matches]`, after the paths) and one `resource_link`
+    /// per path follows it, as replay v2.2 answers.
+    Found {
+        paths: Vec<String>,
+        notes: String,
+    },
+}
+
+impl Content {
+    /// A `Found` item's text: the paths one per line, or `NO_MATCHES`; `[N matches]` after
+    /// them when `counted`; then the notes.
+    pub fn found_text(paths: &[String], notes: &str, counted: bool) -> String {
+        let mut text = match paths.len() {
+            0 => find::NO_MATCHES.to_owned(),
+            1 if counted => format!("{}\n[1 match]", paths[0]),
+            n if counted => format!("{}\n[{n} matches]", paths.join("\n")),
+            _ => paths.join("\n"),
+        };
+        text.push_str(notes);
+        text
+    }
 }
 
 #[derive(Debug, Clone, PartialEq)]

@@ -13,7 +13,7 @@ use crate::encoding::{self, Decoded};
 use crate::error::ToolError;
 use crate::fs::read::{open_regular, read_all, read_capped, MAX_READ_BYTES};
 use crate::policy::ResolvedPath;
-use crate::reply_size::{escaped_text_len, size_name, Budget, REPLY_BYTES, REPLY_NAME};
+use crate::reply_size::{self, escaped_text_len, size_name, Budget, Cap, REPLY_BYTES, REPLY_NAME};
 use crate::tools::{Content, Ctx, Output, Structured};
 use paging::{Limits, PageError, Range};
 
@@ -92,8 +92,19 @@ pub struct ReadMultipleFilesArgs {
 pub fn read_file(ctx: &Ctx, args: ReadFileArgs) -> Result<Output, ToolError> {
     let range = args.range()?;
     let resolved = ctx.policy.resolve_read(&args.path)?;
+    let budget = ctx.settings.budget();
     if let Some(range) = range {
-        return read_lines(ctx, &resolved, &args, range);
+        return read_lines(ctx, &resolved, &args, range, budget);
+    }
+    if budget.tokens().is_some() {
+        // Escaping never shrinks text: a file bigger than the budget is paged from line 1, and
+        // only the page is read, so a 16 MiB file costs the memory of its reply.
+        let size = resolved.metadata().map_err(|e| ToolError::io("read", &resolved.shown, e))?.size;
+        if size > budget.left() as u64 {
+            if let Some(page) = first_page(ctx, &resolved, &args, budget)? {
+                return Ok(page);
+            }
+        }
     }
     let bytes = read_capped(&resolved)?;
     let size = bytes.len() as u64;
@@ -108,7 +119,12 @@ pub fn read_file(ctx: &Ctx, args: ReadFileArgs) -> Result<Output, ToolError> {
         }
     };
     let json = escaped_text_len(decoded.text.as_bytes());
-    if json > REPLY_BYTES {
+    if json > budget.left() {
+        if budget.tokens().is_some() {
+            if let Some(page) = first_page(ctx, &resolved, &args, budget)? {
+                return Ok(page);
+            }
+        }
         return Err(ToolError::ReplyTooLarge { path: resolved.shown, size, json });
     }
     let structured = Some(Structured::Value(text_data(&decoded, sha256)));
@@ -133,6 +149,23 @@ fn encoding_data(decoded: &Decoded) -> serde_json::Value {
     data
 }
 
+/// A text file too big for the reply's budget, read whole: its lines from the first, as many as
+/// the budget holds, and the note that says where the next page starts. `None` for a file that
+/// is not text (a NUL byte, or not UTF-8), which is read whole as binary content.
+fn first_page(
+    ctx: &Ctx,
+    resolved: &ResolvedPath,
+    args: &ReadFileArgs,
+    budget: Budget,
+) -> Result<Option<Output>, ToolError> {
+    let range = Range::From { first: 1, count: None };
+    match read_lines(ctx, resolved, args, range, budget) {
+        // Without paging arguments, the only invalid parameter is paging a binary file.
+        Err(ToolError::InvalidParams { .. }) => Ok(None),
+        page => page.map(Some),
+    }
+}
+
 /// Some lines of a text file, then the note that says which and of how many: two text items.
 /// Only what the range needs is read (see `paging`), so the size cap applies to the lines
 /// returned, not to the file.
@@ -141,11 +174,12 @@ fn read_lines(
     resolved: &ResolvedPath,
     args: &ReadFileArgs,
     range: Range,
+    budget: Budget,
 ) -> Result<Output, ToolError> {
     let shown = &resolved.shown;
     let (file, meta) = open_regular(resolved)?;
     let size = meta.len();
-    let json_cap = REPLY_BYTES;
+    let json_cap = budget.left();
     let limits = Limits { cap: MAX_READ_BYTES as usize, json_cap, count_up_to: MAX_READ_BYTES };
     if args.line_numbers && matches!(range, Range::Last(_)) && size > limits.count_up_to {
         return Err(ToolError::invalid_params(
@@ -179,6 +213,11 @@ fn read_lines(
         return Err(binary());
     }
     let numbers = args.line_numbers;
+    // The JSON cap is the budget's: named by its tokens when it has them.
+    let named = |cap: Cap| match cap {
+        Cap::Json(_) => budget.page_cap(),
+        cap => cap,
+    };
     let page_of = |file: &dyn FileExt, size: u64| {
         let page = match range {
             Range::From { first, count } => {
@@ -193,9 +232,13 @@ fn read_lines(
         page.map_err(|e| match e {
             PageError::Io(e) => ToolError::io("read", shown, e),
             PageError::LineTooLong { line, cap } => {
-                ToolError::LineTooLong { path: shown.clone(), line, cap }
+                ToolError::LineTooLong { path: shown.clone(), line, cap: named(cap) }
             }
             PageError::Stopped => ToolError::Cancelled,
+        })
+        .map(|mut page| {
+            page.cut = page.cut.map(named);
+            page
         })
     };
     // Plain UTF-8 is paged from the file, reading only what the page needs. Text in another
@@ -264,7 +307,11 @@ impl std::io::Read for Reader<'_> {
 /// The items share one reply's budget (`reply_size`): a file that no longer fits is not read,
 /// and its item says how to get it.
 pub fn read_multiple_files(ctx: &Ctx, args: ReadMultipleFilesArgs) -> Result<Output, ToolError> {
-    let mut budget = Budget::default();
+    let budget = ctx.settings.budget();
+    if budget.tokens().is_some() {
+        return read_shares(ctx, &args.paths, budget);
+    }
+    let mut budget = budget;
     let mut content = Vec::with_capacity(args.paths.len());
     for path in &args.paths {
         if ctx.cancel.is_cancelled() {
@@ -279,11 +326,88 @@ pub fn read_multiple_files(ctx: &Ctx, args: ReadMultipleFilesArgs) -> Result<Out
         };
         // The notes and errors are short; taken whether or not they fit.
         if !budget.take(head + escaped_text_len(body.as_bytes())) {
-            budget = Budget::of(0);
+            budget = budget.spent();
         }
         content.push(Content::Text(format!("{path}:\n{body}")));
     }
     Ok(Output { content, is_error: false, structured: None })
+}
+
+/// read_multiple_files under a token budget: each file gets a fair share of it (`fair_shares`,
+/// by size), and a file over its share gives its first lines with read_file's paging note.
+fn read_shares(ctx: &Ctx, paths: &[String], budget: Budget) -> Result<Output, ToolError> {
+    // The item's own JSON (`{"type":"text","text":""},`) and its `path:\n` head.
+    let head = |path: &String| 32 + escaped_text_len(path.as_bytes()) + 2;
+    // What each asks for: a file its size, a path that fails a short error.
+    let wants: Vec<usize> = paths
+        .iter()
+        .map(|path| {
+            let size = ctx.policy.resolve_read(path).ok().and_then(|r| r.metadata().ok());
+            // A file's text escaped: a quarter more for quotes, backslashes and tabs.
+            let size = size.map_or(256, |m| usize::try_from(m.size).unwrap_or(usize::MAX));
+            head(path) + size.saturating_add(size / 4)
+        })
+        .collect();
+    let shares = reply_size::fair_shares(&wants, budget.left());
+    let mut content = Vec::with_capacity(paths.len());
+    for (path, share) in paths.iter().zip(shares) {
+        if ctx.cancel.is_cancelled() {
+            return Err(ToolError::Cancelled);
+        }
+        let room = share.saturating_sub(head(path));
+        let body = match share_of(ctx, path, budget.within(room)) {
+            Ok(body) => body,
+            Err(e) => e.as_item(),
+        };
+        content.push(Content::Text(format!("{path}:\n{body}")));
+    }
+    Ok(Output { content, is_error: false, structured: None })
+}
+
+/// One file's part of read_multiple_files under a token budget: its whole text when it fits
+/// `budget`, else its first lines and the paging note; binary files as a note.
+fn share_of(ctx: &Ctx, path: &str, budget: Budget) -> Result<String, ToolError> {
+    let resolved = ctx.policy.resolve_read(path)?;
+    let (file, meta) = open_regular(&resolved)?;
+    if meta.len() <= budget.left() as u64 {
+        let bytes = read_all(file, &meta, &resolved.shown)?;
+        match text_with_note(bytes) {
+            Ok(text) if escaped_text_len(text.as_bytes()) <= budget.left() => return Ok(text),
+            Ok(_) => {}
+            Err(bytes) => return Ok(binary_note(&resolved, bytes.len())),
+        }
+    }
+    let range = Range::From { first: 1, count: None };
+    let page = match read_lines(ctx, &resolved, &PAGE_FROM_START, range, budget) {
+        Ok(page) => page,
+        Err(ToolError::InvalidParams { .. }) => {
+            return Ok(binary_note(&resolved, meta.len() as usize));
+        }
+        Err(e) => return Err(e),
+    };
+    let mut parts = page.content.into_iter().filter_map(|item| match item {
+        Content::Text(text) => Some(text),
+        _ => None,
+    });
+    let (text, note) = (parts.next().unwrap_or_default(), parts.next().unwrap_or_default());
+    Ok(format!("{text}{note} (cut to its share of the reply; read the rest with read_file)"))
+}
+
+/// read_file's arguments for a page from the first line, without line numbers.
+const PAGE_FROM_START: ReadFileArgs = ReadFileArgs {
+    path: String::new(),
+    offset: None,
+    limit: None,
+    head: None,
+    tail: None,
+    line_numbers: false,
+};
+
+fn binary_note(resolved: &ResolvedPath, len: usize) -> String {
+    format!(
+        "[binary file: {len} bytes, {}; read it alone with read_file to get its content]",
+        mime_type(&resolved.real)
+    )
 }
 
 /// One file's text for read_multiple_files, or the note that stands for it. Its text is read
@@ -312,26 +436,29 @@ fn read_one_of_many(ctx: &Ctx, path: &str, room: usize, head: usize) -> Result<S
         return Ok(full(meta.len() as usize));
     }
     let bytes = read_all(file, &meta, &resolved.shown)?;
-    match encoding::decode_owned(bytes) {
-        Ok(decoded) => {
-            let note = if decoded.is_plain_utf8() { String::new() } else { decoded.note() };
-            let mut text = decoded.text;
-            if !note.is_empty() {
-                text.push('\n');
-                text.push_str(&note);
-            }
+    match text_with_note(bytes) {
+        Ok(text) => {
             let json = escaped_text_len(text.as_bytes());
             if json > room {
                 return Ok(full(json));
             }
             Ok(text)
         }
-        Err(bytes) => Ok(format!(
-            "[binary file: {} bytes, {}; read it alone with read_file to get its content]",
-            bytes.len(),
-            mime_type(&resolved.real)
-        )),
+        Err(bytes) => Ok(binary_note(&resolved, bytes.len())),
     }
+}
+
+/// A file's text in whatever encoding, with the note that names one other than plain UTF-8 on
+/// a line of its own; the bytes back if they are binary.
+fn text_with_note(bytes: Vec<u8>) -> Result<String, Vec<u8>> {
+    let decoded = encoding::decode_owned(bytes)?;
+    let note = (!decoded.is_plain_utf8()).then(|| decoded.note());
+    let mut text = decoded.text;
+    if let Some(note) = note {
+        text.push('\n');
+        text.push_str(&note);
+    }
+    Ok(text)
 }
 
 /// Binary bytes as an image, audio or resource item, by the file's extension.

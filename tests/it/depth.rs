@@ -19,7 +19,7 @@ use nix::sys::stat::{fstatat, mkdirat, Mode, SFlag};
 use nix::unistd::{symlinkat, unlinkat, write, UnlinkatFlags};
 use serde_json::json;
 
-use crate::harness::{path_str, require, unique_name, Server};
+use crate::harness::{path_str, require, unique_name, Server, WHOLE_REPLIES};
 
 /// Levels below the chain's top directory.
 const DEPTH: usize = 20_000;
@@ -207,6 +207,8 @@ impl Scratch {
             args.push("--allow".to_owned());
             args.push(format!("{}:rw", path_str(dir)));
         }
+        // Paths of 4,096 bytes: a few fill the default token budget before the walks' notes.
+        args.extend(WHOLE_REPLIES.map(str::to_owned));
         Server::start_with(args)
     }
 }

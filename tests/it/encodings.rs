@@ -297,7 +297,7 @@ fn apply_patch_keeps_each_encoding_and_refuses_what_it_cannot_hold() {
         let mut expected = Vec::new();
         for (i, sample) in SAMPLES.iter().enumerate() {
             let text = sample.text.replace('\n', ending);
-            env.write(&format!("root/{i}.txt"), &encode(sample, &text));
+            env.write(&format!("root/{i}.txt"), encode(sample, &text));
             let line = sample.text.lines().nth(1).expect("line 2");
             let new_line = line.replacen(sample.word, sample.replacement, 1);
             patch.push_str(&format!(
@@ -322,8 +322,8 @@ fn apply_patch_keeps_each_encoding_and_refuses_what_it_cannot_hold() {
         let args = json!({"patch": patch, "workingDirectory": env.p("root")});
         let err = server.call_err("apply_patch", args, -32603);
         assert!(err.message.contains("U+1F600") && err.message.contains("Shift_JIS"), "{err:?}");
-        for i in 0..2 {
-            assert_eq!(env.read(&format!("root/{}.txt", i + 3)), before[i], "file {}", i + 3);
+        for (i, bytes) in before.iter().enumerate() {
+            assert_eq!(env.read(&format!("root/{}.txt", i + 3)), *bytes, "file {}", i + 3);
         }
     }
 }

@@ -416,18 +416,26 @@ pub fn stderr_collector(mut stderr: ChildStderr) -> Arc<Mutex<Vec<u8>>> {
     collected
 }
 
+/// The flag for whole replies, without the default token budget: what `Server::start`,
+/// `Server::start_also` and `Proc::spawn` serve, so that the tests of the contract's replies
+/// (and of the 24 MiB bound on one) see them whole. `budget` tests the budget under the
+/// defaults, and replay's v2.1 and v2.2 suites run on them.
+pub const WHOLE_REPLIES: [&str; 2] = ["--max-reply-tokens", "0"];
+
 impl Server {
-    /// `replay --mcp-server --allow <root>:rw`, initialized.
+    /// `replay --mcp-server --allow <root>:rw` with whole replies (`WHOLE_REPLIES`), initialized.
     pub fn start(env: &TestEnv) -> Server {
         let allow = format!("{}:rw", path_str(&env.root()));
-        Server::start_with(["--mcp-server", "--allow", &allow])
+        Server::start_with(["--mcp-server", "--allow", &allow, WHOLE_REPLIES[0], WHOLE_REPLIES[1]])
     }
 
     /// `replay --mcp-server --allow <root>:rw`, then `--allow <rel>:<mode>` for each of `also`
-    /// (`rel` under the test's base directory, `mode` `rw` or `ro`), initialized.
+    /// (`rel` under the test's base directory, `mode` `rw` or `ro`), with whole replies,
+    /// initialized.
     pub fn start_also(env: &TestEnv, also: &[(&str, &str)]) -> Server {
         let mut args = vec!["--mcp-server".to_owned(), "--allow".to_owned()];
         args.push(format!("{}:rw", path_str(&env.root())));
+        args.extend(WHOLE_REPLIES.map(str::to_owned));
         for (rel, mode) in also {
             args.extend(["--allow".to_owned(), format!("{}:{mode}", env.p(rel))]);
         }
@@ -866,7 +874,7 @@ impl Proc {
     pub fn spawn(env: &TestEnv) -> Proc {
         let allow = format!("{}:rw", env.p("root"));
         let mut cmd = replay_command();
-        cmd.args(["--mcp-server", "--allow", &allow]);
+        cmd.args(["--mcp-server", "--allow", &allow]).args(WHOLE_REPLIES);
         cmd.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
         let mut child = cmd.spawn().unwrap_or_else(|e| panic!("spawning replay: {e}"));
         let pid = child.id();
@@ -1042,6 +1050,30 @@ pub enum Content {
     Resource {
         resource: Resource,
     },
+    /// A path a search found (search_files and glob_search, 2025-06-18 on).
+    #[serde(rename = "resource_link")]
+    ResourceLink {
+        uri: String,
+        name: String,
+        #[serde(rename = "mimeType")]
+        mime_type: Option<String>,
+    },
+}
+
+/// The path a `file://` URI names, its `%XX` escapes decoded.
+pub fn uri_path(uri: &str) -> String {
+    let rest = uri.strip_prefix("file://").unwrap_or_else(|| panic!("not a file:// URI: {uri}"));
+    let mut bytes = Vec::with_capacity(rest.len());
+    let mut it = rest.bytes();
+    while let Some(b) = it.next() {
+        if b != b'%' {
+            bytes.push(b);
+            continue;
+        }
+        let hex: String = it.by_ref().take(2).map(char::from).collect();
+        bytes.push(u8::from_str_radix(&hex, 16).unwrap_or_else(|e| panic!("{uri}: {e}")));
+    }
+    String::from_utf8(bytes).unwrap_or_else(|e| panic!("{uri}: {e}"))
 }
 
 #[derive(Debug, Deserialize, PartialEq)]
@@ -1092,17 +1124,32 @@ impl Response {
         result
     }
 
-    /// The texts of a successful tool result; panics on non-text items.
+    /// The texts of a successful tool result; panics on non-text items. A search's text is
+    /// read as the contract's, as a 2024-11-05 client gets it: without the `[N matches]` line
+    /// that 2025-06-18 adds after the paths, which must be the paths of its `resource_link`
+    /// items, in order.
     #[track_caller]
     pub fn texts(&self) -> Vec<String> {
-        self.tool_result()
-            .content
-            .into_iter()
-            .map(|item| match item {
-                Content::Text { text } => text,
+        let mut texts = Vec::new();
+        let mut paths = Vec::new();
+        for item in self.tool_result().content {
+            match item {
+                Content::Text { text } => texts.push(text),
+                Content::ResourceLink { uri, .. } => paths.push(uri_path(&uri)),
                 other => panic!("expected text content, got {other:?} in {}", self.line),
-            })
-            .collect()
+            }
+        }
+        if !paths.is_empty() {
+            assert_eq!(texts.len(), 1, "links after more than one text: {}", self.line);
+            let n = paths.len();
+            let count = if n == 1 { "[1 match]".to_owned() } else { format!("[{n} matches]") };
+            let listed = format!("{}\n{count}", paths.join("\n"));
+            let notes = texts[0].strip_prefix(&listed).unwrap_or_else(|| {
+                panic!("the text does not list the links' paths, then {count}: {}", self.line)
+            });
+            texts[0] = format!("{}{notes}", paths.join("\n"));
+        }
+        texts
     }
 
     /// The single text item of a successful tool result.

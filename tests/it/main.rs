@@ -27,6 +27,8 @@ mod paging;
 // Text in other encodings: UTF-8 with BOM, UTF-16 and legacy ones read, edited and written in
 // their own encoding; binary never taken for text.
 mod encodings;
+// The reply budget (`--max-reply-tokens`): every tool stops within it and says how to get the rest.
+mod budget;
 // write_file and append: exact bytes, atomic replacement keeping the mode, no temp files left.
 mod write;
 // edit_file and edit_files: matching modes as `check` rows, all-or-nothing failures, dryRun.

@@ -35,7 +35,7 @@ fn initialize_echoes_each_supported_version() {
         let mut server = spawn_uninitialized(&env);
         let result = server.initialize(version);
         let expected = format!(
-            r#"{{"protocolVersion": "{version}", "serverInfo": {{"name": "replay", "version": "[..]"}}, "capabilities": {{"tools": "{{...}}"}}}}"#
+            r#"{{"protocolVersion": "{version}", "serverInfo": {{"name": "replay", "version": "[..]"}}, "capabilities": {{"tools": "{{...}}"}}, "instructions": "replay serves [..]"}}"#
         );
         assert_json(&result, &expected);
         let server_version =
@@ -55,6 +55,18 @@ fn initialize_unknown_version_gets_the_latest() {
             Some(&json!("2025-11-25")),
             "client sent {version:?}: {result}"
         );
+    }
+}
+
+/// A handshake that fails drops the server from hosts that probe it at launch: `initialize`
+/// with params that are not an object negotiates the latest revision, as replay v2.2 does.
+#[test]
+fn initialize_with_params_not_an_object_gets_the_latest() {
+    for params in [json!("hello"), json!(7), json!(["2025-06-18"])] {
+        let env = TestEnv::new(&[], &[]);
+        let mut server = spawn_uninitialized(&env);
+        let reply = server.request("initialize", params.clone());
+        assert_eq!(reply.result()["protocolVersion"], "2025-11-25", "{params}: {}", reply.line);
     }
 }
 

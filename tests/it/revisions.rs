@@ -38,6 +38,9 @@ fn discover_names_the_modern_revision() {
     assert!(result["ttlMs"].is_u64(), "{result}");
     assert!(["public", "private"].contains(&result["cacheScope"].as_str().unwrap()));
     assert_modern(result);
+    // What the host shows the model before any schema, as initialize gives it.
+    let instructions = result["instructions"].as_str().unwrap_or_default();
+    assert!(instructions.starts_with("replay serves ") && instructions.contains("edit_file"));
     // Without an envelope (a script asking): the same answer.
     let plain = server.request("server/discover", json!({}));
     assert_eq!(plain.result()["supportedVersions"], json!([MODERN]));

@@ -1030,6 +1030,10 @@ fn start_in_outside(env: &TestEnv) -> Server {
     server
 }
 
+/// What grep_files says when its globs select no file at all.
+const NO_FILES: &str = "(no files to search: no file matches the globs; check them, or leave \
+                        them out to search every file)";
+
 /// `grep_files` for `needle` with `args` finds exactly the files `expect` (relative to `base`),
 /// followed by `trailer` lines; the outside marker never appears.
 #[track_caller]
@@ -1046,7 +1050,9 @@ fn check_selection(args: Value, expect: &[&str], trailer: &[&str]) {
     assert!(!reply.line.contains(env.marker()), "outside content leaked: {}", reply.line);
     let mut want: Vec<String> = expect.iter().map(|rel| format!("{base}/{rel}:1:needle")).collect();
     if expect.is_empty() {
-        want.push(NO_MATCHES.to_owned());
+        // Every file holds the needle: a row that finds none selects no file (replay v2.2's
+        // words for it).
+        want.push(NO_FILES.to_owned());
     } else {
         want.push(format!("[{} matches]", expect.len()));
     }
@@ -1386,7 +1392,8 @@ fn escape_env() -> TestEnv {
 fn assert_paths_under_root(env: &TestEnv, text: &str) {
     let root = format!("{}/", path_str(&env.root()));
     for line in text.lines() {
-        if line == NO_MATCHES || line.starts_with('[') || line == "--" {
+        // `(no matches found)`, `(no files to search: …)`, notes and group separators.
+        if line.starts_with("(no ") || line.starts_with('[') || line == "--" {
             continue;
         }
         assert!(line.starts_with(&root), "a result outside the root: {line:?} in {text:?}");

@@ -19,7 +19,8 @@ fn get_file_info_and_read_file_report_the_sha256() {
     assert!(info.text().ends_with(&format!("\nsha256: {actual}")), "{}", info.line);
     assert_eq!(info.value["result"]["structuredContent"]["sha256"], json!(actual));
     let read = server.call("read_file", json!({"path": env.p("root/f.txt")}));
-    assert_eq!(read.value["result"]["structuredContent"], json!({"sha256": actual}));
+    let data = json!({"encoding": "UTF-8", "sha256": actual});
+    assert_eq!(read.value["result"]["structuredContent"], data);
     // A directory has none.
     let info = server.call_text("get_file_info", json!({"path": env.p("root")}));
     assert!(!info.contains("sha256"), "{info}");

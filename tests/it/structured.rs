@@ -78,13 +78,15 @@ fn reply_of(response: &Response, tool: &str, schema: &Value, args: &Value) -> Re
         None => panic!("{tool} {args}: no structuredContent in {}", response.line),
     };
     assert_valid(schema, &data, &format!("{tool} {args}"));
-    let texts = result["content"]
-        .as_array()
-        .expect("content array")
-        .iter()
-        .map(|item| item["text"].as_str().expect("text content").to_owned())
-        .collect();
     let is_error = result.get("isError") == Some(&json!(true));
+    // A search's resource_link items read as the contract's text (`Response::texts`, which
+    // takes successful results only).
+    let texts = if is_error {
+        let items = result["content"].as_array().expect("content array");
+        items.iter().map(|item| item["text"].as_str().expect("text content").to_owned()).collect()
+    } else {
+        response.texts()
+    };
     Reply { texts, is_error, data }
 }
 
@@ -141,19 +143,22 @@ fn output_schemas_are_served_as_the_files_declare_them() {
 }
 
 /// read_file's data names the encoding its text came in, as its note does (plain UTF-8 has no
-/// note).
+/// note), and a whole file's sha256.
 #[test]
 fn read_file_data_is_the_encoding() {
     let env = env();
     env.write("root/w.txt", b"\xFF\xFEh\x00i\x00");
     let mut data = Data::start(&env);
     let plain = data.call("read_file", json!({"path": env.p("root/a.txt")}));
-    assert_eq!((plain.text(), &plain.data), (A_TXT, &json!({"encoding": "UTF-8"})));
+    assert_eq!(plain.text(), A_TXT);
+    assert_eq!(plain.data["encoding"], "UTF-8");
+    assert_eq!(plain.data["sha256"].as_str().map(str::len), Some(64));
     let page = data.call("read_file", json!({"path": env.p("root/a.txt"), "head": 1}));
     assert_eq!(page.data, json!({"encoding": "UTF-8"}));
     let wide = data.call("read_file", json!({"path": env.p("root/w.txt")}));
     assert_eq!(wide.texts, ["hi", "[encoding: UTF-16LE with BOM; edits keep it]"]);
-    assert_eq!(wide.data, json!({"encoding": "UTF-16LE", "bom": true}));
+    assert_eq!((&wide.data["encoding"], &wide.data["bom"]), (&json!("UTF-16LE"), &json!(true)));
+    assert_eq!(wide.data["sha256"].as_str().map(str::len), Some(64));
 }
 
 #[test]
@@ -249,13 +254,13 @@ fn list_allowed_directories_data_is_the_text_lines() {
     let reply = data.call("list_allowed_directories", json!({}));
     assert_eq!(
         reply.data["directories"],
-        json!([{"path": env.p("root"), "access": "write"}, {"path": env.p("ro"), "access": "read"}])
+        json!([{"path": env.p("root"), "writable": true}, {"path": env.p("ro"), "writable": false}])
     );
     // The text: a line per directory, then the sandbox note when there is one.
     let text = reply.text();
     let mut lines = text.lines();
     for dir in reply.data["directories"].as_array().unwrap() {
-        let access = if dir["access"] == "write" { "read-write" } else { "read-only" };
+        let access = if dir["writable"] == true { "read-write" } else { "read-only" };
         let line = format!("{} ({access})", dir["path"].as_str().unwrap());
         assert_eq!(lines.next(), Some(line.as_str()), "{text}");
     }
@@ -279,7 +284,7 @@ fn search_files_data_is_the_text_paths() {
 
     let none = data.call("search_files", json!({"directory": env.p("root"), "nameContains": "zz"}));
     assert_eq!(none.text(), "(no matches found)");
-    assert_eq!(none.data, json!({"matches": []}));
+    assert_eq!(none.data, json!({"matches": [], "count": 0}));
 }
 
 #[test]
@@ -289,25 +294,26 @@ fn glob_search_data_is_the_text_paths() {
     let args = json!({"directory": env.p("root"), "globs": ["**/*.txt", "**/*.md"]});
     let reply = data.call("glob_search", args);
     let files = [env.p("root/a.txt"), env.p("root/sub/b.txt"), env.p("root/sub/c.md")];
-    assert_eq!(reply.data, json!({"files": files, "truncated": false}));
+    assert_eq!(reply.data, json!({"matches": files, "count": 3, "truncated": false}));
     assert_eq!(files.join("\n"), reply.text());
 
     let args = json!({"directory": env.p("root"), "globs": ["**/*.txt"], "max": 1});
     let cut = data.call("glob_search", args);
-    assert_eq!(cut.data, json!({"files": [env.p("root/a.txt")], "truncated": true}));
+    assert_eq!(cut.data, json!({"matches": [env.p("root/a.txt")], "count": 1, "truncated": true}));
     assert!(cut.text().starts_with(&format!("{}\n[results truncated", env.p("root/a.txt"))));
 
     let args = json!({"directory": env.p("root"), "globs": ["*.rs"]});
     let none = data.call("glob_search", args);
     assert_eq!(none.text(), "(no matches found)");
-    assert_eq!(none.data, json!({"files": [], "truncated": false}));
+    assert_eq!(none.data, json!({"matches": [], "count": 0, "truncated": false}));
 }
 
 /// The text's match and context lines, rebuilt from the data in file order, line order.
 fn grep_lines(data: &Value) -> Vec<String> {
     let mut lines: Vec<(String, u64, String)> = Vec::new();
-    for (key, sep) in [("matches", ':'), ("context", '-')] {
-        for item in data.get(key).and_then(Value::as_array).into_iter().flatten() {
+    {
+        for item in data.get("matches").and_then(Value::as_array).into_iter().flatten() {
+            let sep = if item["isMatch"] == true { ':' } else { '-' };
             let path = item["path"].as_str().unwrap().to_owned();
             let n = item["line"].as_u64().unwrap();
             lines.push((
@@ -336,16 +342,14 @@ fn grep_content_data_is_the_text_lines() {
     assert_eq!(
         reply.data,
         json!({
-            "mode": "content",
             "matches": [
-                {"path": a, "line": 2, "text": "needle one"},
-                {"path": a, "line": 6, "text": "needle two"},
-                {"path": b, "line": 1, "text": "needle three"},
+                {"path": a, "line": 2, "text": "needle one", "isMatch": true},
+                {"path": a, "line": 6, "text": "needle two", "isMatch": true},
+                {"path": b, "line": 1, "text": "needle three", "isMatch": true},
             ],
-            "totalMatches": 3,
+            "count": 3,
             "truncated": false,
             "skipped": 0,
-            "partlySearched": 0,
         })
     );
 
@@ -354,10 +358,14 @@ fn grep_content_data_is_the_text_lines() {
     let text_lines: Vec<&str> =
         reply.text().lines().filter(|l| *l != "--" && !l.starts_with('[')).collect();
     assert_eq!(grep_lines(&reply.data), text_lines);
-    let context: Vec<&Value> = reply.data["context"].as_array().unwrap().iter().collect();
-    let context: Vec<&str> = context.iter().map(|c| c["text"].as_str().unwrap()).collect();
+    let lines = reply.data["matches"].as_array().unwrap();
+    let context: Vec<&str> = lines
+        .iter()
+        .filter(|line| line["isMatch"] == false)
+        .map(|line| line["text"].as_str().unwrap())
+        .collect();
     assert_eq!(context, ["alpha", "beta", "delta", "zeta"]);
-    assert_eq!(reply.data["totalMatches"], 3);
+    assert_eq!(reply.data["count"], 3);
     assert!(reply.text().ends_with("\n[3 matches]"));
 
     let args =
@@ -366,7 +374,7 @@ fn grep_content_data_is_the_text_lines() {
     assert!(cut.text().starts_with("[results truncated"), "{}", cut.text());
     assert!(cut.text().ends_with("\n[2 matches]"), "{}", cut.text());
     assert_eq!(cut.data["truncated"], true);
-    assert_eq!(cut.data["totalMatches"], 2);
+    assert_eq!(cut.data["count"], 2);
     let text_lines: Vec<&str> =
         cut.text().lines().filter(|l| *l != "--" && !l.starts_with('[')).collect();
     assert_eq!(grep_lines(&cut.data), text_lines);
@@ -374,7 +382,7 @@ fn grep_content_data_is_the_text_lines() {
     let none = data.call("grep_files", json!({"regex": "absent", "directory": env.p("root")}));
     assert_eq!(none.text(), "(no matches found)");
     assert_eq!(none.data["matches"], json!([]));
-    assert_eq!(none.data["totalMatches"], 0);
+    assert_eq!(none.data, json!({"matches": [], "count": 0, "truncated": false, "skipped": 0}));
 }
 
 #[test]
@@ -389,7 +397,7 @@ fn grep_per_file_data_is_the_text_lines() {
     assert_eq!(reply.text(), format!("{a}\n{b}\n[2 files]"));
     assert_eq!(
         reply.data,
-        json!({"mode": "files_with_matches", "files": [a, b], "truncated": false, "skipped": 0, "partlySearched": 0})
+        json!({"mode": "files_with_matches", "files": [a, b], "count": 2, "truncated": false, "skipped": 0})
     );
 
     let args = json!({"regex": "needle", "directory": env.p("root"), "outputMode": "count"});
@@ -400,10 +408,9 @@ fn grep_per_file_data_is_the_text_lines() {
         json!({
             "mode": "count",
             "counts": [{"path": a, "count": 2}, {"path": b, "count": 1}],
-            "totalMatches": 3,
+            "count": 3,
             "truncated": false,
             "skipped": 0,
-            "partlySearched": 0,
         })
     );
 
@@ -585,4 +592,51 @@ fn long_calls_report_progress() {
     reply_of(&response, "directory_tree", &data.schemas["directory_tree"], &args);
     assert!(!reports.is_empty(), "no progress from directory_tree");
     assert_eq!(reports[0]["message"], "walked 32 entries");
+}
+
+/// replay v2.2's answer to a search: from 2025-06-18 on, the paths and their count, then one
+/// `resource_link` per path (its URI percent-encoded, its name the basename, a media type where
+/// the name says one) in the order of `structuredContent.matches`; before, the paths one per
+/// line, as the contract has them.
+#[test]
+fn searches_answer_with_a_resource_link_per_path_from_2025_06_18() {
+    let env = TestEnv::new(&[], &[("root/a b#.swift", "x"), ("root/c.zzz", "x")]);
+    let (ab, c) = (env.p("root/a b#.swift"), env.p("root/c.zzz"));
+    let mut server = Server::start(&env);
+    let args = json!({"directory": env.p("root"), "globs": ["*"]});
+    let reply = server.call("glob_search", args.clone());
+    let root = env.p("root");
+    assert_eq!(
+        reply.result()["content"],
+        json!([
+            {"type": "text", "text": format!("{ab}\n{c}\n[2 matches]")},
+            {"type": "resource_link", "uri": format!("file://{root}/a%20b%23.swift"),
+             "name": "a b#.swift", "mimeType": "text/x-swift"},
+            {"type": "resource_link", "uri": format!("file://{root}/c.zzz"), "name": "c.zzz"},
+        ])
+    );
+    assert_eq!(reply.result()["structuredContent"]["matches"], json!([ab, c]));
+    let one = server.call("search_files", json!({"directory": env.p("root"), "nameContains": "C"}));
+    assert_eq!(one.result()["content"][0]["text"], format!("{c}\n[1 match]"));
+    assert_eq!(one.result()["content"][1]["name"], "c.zzz");
+
+    let mut legacy = Server::spawn(["--mcp-server", "--allow", &root]);
+    legacy.initialize("2024-11-05");
+    let reply = legacy.call("glob_search", args);
+    assert_eq!(reply.result()["content"], json!([{"type": "text", "text": format!("{ab}\n{c}")}]));
+    assert!(reply.result().get("structuredContent").is_none(), "{}", reply.line);
+}
+
+/// A grep whose globs match no file says so, where one that searched files says it found no
+/// match (replay v2.2's words); the data is the same empty result.
+#[test]
+fn a_grep_whose_globs_match_no_file_says_there_are_no_files_to_search() {
+    let env = env();
+    let mut data = Data::start(&env);
+    let args = json!({"regex": "needle", "directory": env.p("root"), "globs": ["**/*.nosuch"]});
+    let reply = data.call("grep_files", args);
+    assert!(reply.text().starts_with("(no files to search: "), "{}", reply.text());
+    assert_eq!(reply.data, json!({"matches": [], "count": 0, "truncated": false, "skipped": 0}));
+    let args = json!({"regex": "absent", "directory": env.p("root"), "globs": ["**/*.txt"]});
+    assert_eq!(data.call("grep_files", args).text(), "(no matches found)");
 }

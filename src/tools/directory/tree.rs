@@ -9,7 +9,7 @@ use crate::error::ToolError;
 use crate::policy::confined::Kind;
 use crate::policy::ResolvedPath;
 use crate::progress::Tally;
-use crate::reply_size::{escaped_text_len, shown_escaped_len, Budget, REPLY_NAME};
+use crate::reply_size::{escaped_text_len, shown_escaped_len, Budget};
 use crate::tools::{Content, Ctx, Output};
 use crate::walk::glob::Exclude;
 use crate::walk::{self, levels, WalkOptions};
@@ -75,7 +75,8 @@ pub fn directory_tree(ctx: &Ctx, args: TreeArgs) -> Result<Output, ToolError> {
         tally: Some(&tally),
     };
     let text_format = args.format == TreeFormat::Text;
-    let mut keep = Keep::new(args.max_entries, text_format, escaped_text_len(name.as_bytes()));
+    let root_name = escaped_text_len(name.as_bytes());
+    let mut keep = Keep::new(args.max_entries, text_format, root_name, ctx.settings.budget());
     let levels = levels::breadth_first(&resolved, &options, keep.most(), |offer| keep.take(offer))
         .map_err(|e| ToolError::io("read directory", &resolved.shown, e))?;
     if ctx.cancel.is_cancelled() {
@@ -93,7 +94,8 @@ pub fn directory_tree(ctx: &Ctx, args: TreeArgs) -> Result<Output, ToolError> {
         _ => None,
     };
     let mut notes = Vec::new();
-    notes.extend(keep.cut.map(|cut| cut_note(cut, args.format, levels.nodes.len(), total)));
+    let bound = keep.budget.name();
+    notes.extend(keep.cut.map(|cut| cut_note(cut, &bound, args.format, levels.nodes.len(), total)));
     let at_the_limit =
         |node: &levels::Node| node.depth() == MAX_TREE_LEVELS && node.kind == Kind::Dir;
     if levels_cut && levels.nodes.iter().any(at_the_limit) {
@@ -155,7 +157,13 @@ fn count_entries(
 
 /// The note under a tree cut short: `shown` entries of `total` (when counted), and how the
 /// format marks the directories with entries not shown.
-fn cut_note(cut: Bound, format: TreeFormat, shown: usize, total: Option<u64>) -> String {
+fn cut_note(
+    cut: Bound,
+    bound: &str,
+    format: TreeFormat,
+    shown: usize,
+    total: Option<u64>,
+) -> String {
     let marks = match format {
         TreeFormat::Json => "directories with \"truncated\": true have entries not shown",
         TreeFormat::Text => "a directory marked ... has entries not shown",
@@ -164,8 +172,9 @@ fn cut_note(cut: Bound, format: TreeFormat, shown: usize, total: Option<u64>) ->
     let total = total.unwrap_or_default().max(n as u64);
     match cut {
         Bound::Reply => format!(
-            "[truncated: {n} of {total} entries shown (all that fit the reply's {REPLY_NAME} bound), \
-             the shallowest first; {marks}; call directory_tree on a subdirectory for more]"
+            "[truncated: {n} of {total} entries shown (all that fit the reply's {bound} bound), \
+             the shallowest first; {marks}; call directory_tree on a subdirectory, or with a \
+             smaller depth or maxEntries]"
         ),
         Bound::MaxEntries => {
             format!("[truncated: {n} entries shown (maxEntries), the shallowest first; {marks}]")
@@ -216,8 +225,13 @@ enum Bound {
 }
 
 impl Keep {
-    fn new(max_entries: Option<usize>, text_format: bool, root_name: usize) -> Keep {
-        let mut budget = Budget::default();
+    fn new(
+        max_entries: Option<usize>,
+        text_format: bool,
+        root_name: usize,
+        budget: Budget,
+    ) -> Keep {
+        let mut budget = budget;
         let no_room = !budget.take(3 * root_name + 256);
         Keep { max_entries, text_format, taken: 0, budget, no_room, cut: None }
     }
@@ -227,6 +241,10 @@ impl Keep {
         let name = shown_escaped_len(offer.name);
         // `{"name":"…","type":"directory","children":[…]},`, quotes doubled in the text.
         let json = name + 48;
+        if self.budget.tokens().is_some() {
+            // A bound in tokens counts the text only; the structured content is the same cut.
+            return if self.text_format { name + 2 * offer.depth + 4 } else { 2 * json };
+        }
         if self.text_format {
             json + 2 * name + 2 * offer.depth + 4
         } else {

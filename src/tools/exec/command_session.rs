@@ -15,6 +15,12 @@ use super::{spawn, working_directory, ExecArgs, Streams};
 use crate::error::ToolError;
 use crate::tools::{Content, Ctx, Output, Structured};
 
+/// The most output one reply reads: what the reply's budget holds (the rest is read from the
+/// next offset the reply names).
+fn read_cap(ctx: &Ctx) -> u64 {
+    ctx.settings.budget().left() as u64
+}
+
 /// How long a session's first call waits for the command to end, unless `waitSeconds` says.
 const FIRST_WAIT: u64 = 10;
 
@@ -63,7 +69,7 @@ pub fn start(ctx: &Ctx, args: &ExecArgs) -> Result<Output, ToolError> {
         session.abandon();
         return Ok(Output::text("(cancelled)"));
     }
-    let reading = session.read(0)?;
+    let reading = session.read(0, read_cap(ctx))?;
     let structured = json!({
         "exitCode": reading.exit.and_then(|s| s.code()),
         "signal": reading.exit.and_then(|s| s.signal()),
@@ -116,7 +122,7 @@ pub fn command_session(ctx: &Ctx, args: SessionArgs) -> Result<Output, ToolError
     if ctx.cancel.is_cancelled() {
         return Ok(Output::text("(cancelled)"));
     }
-    let reading = session.read(offset)?;
+    let reading = session.read(offset, read_cap(ctx))?;
     let structured = json!({
         "session": reading.session,
         "output": reading.output,

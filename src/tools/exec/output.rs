@@ -69,6 +69,24 @@ impl Captured {
         self.total > self.head.len() + self.tail.len()
     }
 
+    /// The stream within `max` bytes: as `render` when what was kept fits, else its first
+    /// quarter and its last three quarters (as `HEAD` and `TAIL` share the stream), with
+    /// `note(cut)` between them.
+    pub fn render_within(&self, max: usize, note: impl Fn(usize) -> String) -> String {
+        let kept = self.head.len() + self.tail.len();
+        if kept <= max {
+            return self.render(note);
+        }
+        let mut bytes = self.head.clone();
+        bytes.extend_from_slice(&self.tail[self.start..]);
+        bytes.extend_from_slice(&self.tail[..self.start]);
+        let head = &bytes[..char_end(&bytes[..max / 4])];
+        let tail = &bytes[kept - (max - max / 4)..];
+        let tail = &tail[char_start(tail)..];
+        let cut = self.total - head.len() - tail.len();
+        format!("{}{}{}", String::from_utf8_lossy(head), note(cut), String::from_utf8_lossy(tail))
+    }
+
     /// The stream as kept: whole when nothing was cut, else head, `note(cut)`, tail, each cut at
     /// a character boundary so no character is shown broken (the bytes of a character split by
     /// the cut count as cut).

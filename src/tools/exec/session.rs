@@ -494,11 +494,12 @@ impl Session {
         Err(past_end(self.id, offset, written))
     }
 
-    /// Reads from `offset` (at most `READ_CAP` bytes) and moves the cursor past what it read.
-    pub fn read(&self, offset: u64) -> Result<Reading, ToolError> {
+    /// Reads from `offset` (at most `cap` bytes, and `READ_CAP`) and moves the cursor past what
+    /// it read.
+    pub fn read(&self, offset: u64, cap: u64) -> Result<Reading, ToolError> {
         let mut state = self.state();
         let (dropped, written) = (state.spill.dropped(), state.spill.written());
-        let Some(plan) = plan(offset, dropped, written, READ_CAP) else {
+        let Some(plan) = plan(offset, dropped, written, cap.min(READ_CAP)) else {
             return Err(past_end(self.id, offset, written));
         };
         let finished = state.finished();

@@ -24,9 +24,9 @@ pub(super) fn truncation_header(
     cap: usize,
     also: &str,
 ) -> String {
-    if found.over_budget {
+    if let Some(bound) = &found.over_budget {
         format!(
-            "[results truncated: showing the first {shown} {unit}, as many as fit the reply's {REPLY_NAME} bound; narrow the regex, directory or globs{also}]\n"
+            "[results truncated: showing the first {shown} {unit}, as many as fit the reply's {bound} bound; narrow the regex, directory or globs, or lower maxResults{also}]\n"
         )
     } else if found.truncated {
         format!(
@@ -72,42 +72,36 @@ pub(super) fn render(found: &Findings, cap: usize, with_context: bool, skipped: 
     out
 }
 
-/// `{"path": …, "line": …, "text": …}`.
-pub(super) fn write_line(data: &mut JsonObject, path: &str, number: usize, text: &str) {
+/// `{"path": …, "line": …, "text": …, "isMatch": …}`.
+pub(super) fn write_line(data: &mut JsonObject, path: &str, number: usize, text: &str, is: bool) {
     data.raw("{\"path\":").string(path);
     data.raw(",\"line\":").raw(&number.to_string());
-    data.raw(",\"text\":").string(text).raw("}");
+    data.raw(",\"text\":").string(text);
+    data.raw(",\"isMatch\":").raw(if is { "true}" } else { "false}" });
 }
 
-/// Content mode's `structuredContent` fields: the text's match lines as `matches`, its context
-/// lines (with `contextLines` only) as `context`, and the footer's count as `totalMatches`.
-pub(super) fn content_data(data: &mut JsonObject, found: &Findings, with_context: bool) {
-    let lines = |matched: bool| {
-        found.files.iter().flat_map(move |file| {
-            file.lines.iter().filter(move |hit| hit.matched == matched).map(move |hit| (file, hit))
-        })
-    };
+/// Content mode's `structuredContent` fields, as replay v2.2 names them: the text's lines in
+/// its order as `matches` (context lines with `isMatch` false), and the footer's count of
+/// matching lines as `count`.
+pub(super) fn content_data(data: &mut JsonObject, found: &Findings) {
+    let lines = found.files.iter().flat_map(|file| file.lines.iter().map(move |hit| (file, hit)));
     data.field("matches");
-    data.array(lines(true), |data, (file, hit)| {
-        write_line(data, &file.path, hit.number, file.text_of(hit));
+    data.array(lines, |data, (file, hit)| {
+        write_line(data, &file.path, hit.number, file.text_of(hit), hit.matched);
     });
     let total: usize = found.files.iter().map(|f| f.n).sum();
-    data.field("totalMatches").raw(&total.to_string());
-    if with_context {
-        data.field("context");
-        data.array(lines(false), |data, (file, hit)| {
-            write_line(data, &file.path, hit.number, file.text_of(hit));
-        });
-    }
+    data.field("count").raw(&total.to_string());
 }
 
-/// The per-file modes' `structuredContent` fields: `files`, or `counts` and `totalMatches`.
+/// The per-file modes' `structuredContent` fields: `files` and their number as `count`, or
+/// `counts` and the matches in all as `count`.
 pub(super) fn per_file_data(data: &mut JsonObject, found: &Findings, mode: OutputMode) {
     if mode == OutputMode::FilesWithMatches {
         data.field("files");
         data.array(&found.files, |data, f| {
             data.string(&f.path);
         });
+        data.field("count").raw(&found.files.len().to_string());
         return;
     }
     data.field("counts");
@@ -115,7 +109,7 @@ pub(super) fn per_file_data(data: &mut JsonObject, found: &Findings, mode: Outpu
         data.raw("{\"path\":").string(&f.path).raw(",\"count\":").raw(&f.n.to_string()).raw("}");
     });
     let total: usize = found.files.iter().map(|f| f.n).sum();
-    data.field("totalMatches").raw(&total.to_string());
+    data.field("count").raw(&total.to_string());
 }
 
 /// files_with_matches: one path per line; count: `path:N` per file. `[N files]` or

@@ -20,6 +20,7 @@ pub(super) fn search(
     // Scopes can overlap only when there are several of them.
     let seen: Mutex<HashSet<PathBuf>> = Mutex::new(HashSet::new());
     let over_cap = AtomicBool::new(false);
+    let candidates = AtomicBool::new(false);
     let mut too_long = walk::Summary::default();
     for scope in scopes {
         if options.cancel.is_some_and(|c| c.is_cancelled()) {
@@ -33,12 +34,14 @@ pub(super) fn search(
         let searched = walk::visit(&scope.root, options, || {
             let mut buf = Vec::new();
             let (kept, seen, set, over_cap) = (&kept, &seen, &set, &over_cap);
+            let candidates = &candidates;
             move |entry: walk::Entry| {
                 if entry.kind != Kind::File
                     || set.as_ref().is_some_and(|s| !s.is_match(entry.rel()))
                 {
                     return;
                 }
+                candidates.store(true, Ordering::Relaxed);
                 let key = || ByPath(scope.root.shown.join(entry.rel()));
                 // Until the cap is reached no file is skipped: no key to build, no lock to take.
                 if over_cap.load(Ordering::Relaxed) && lock(kept).skips(&key()) {
@@ -84,7 +87,8 @@ pub(super) fn search(
             break;
         }
     }
-    Ok(Findings { files, truncated, over_budget: false, too_long })
+    let candidates = candidates.into_inner();
+    Ok(Findings { files, truncated, over_budget: None, too_long, candidates })
 }
 
 pub(super) fn lock(kept: &Mutex<Kept>) -> std::sync::MutexGuard<'_, Kept> {
