@@ -8,11 +8,13 @@
 use std::ffi::OsString;
 use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 use serde_json::{json, Value};
 
 use crate::client_config::{self, Client};
+use crate::policy::deny::DenyRules;
 use crate::policy::{canonical_root, expand_home, Access, AllowedRoot, MAX_ROOTS};
 use crate::protocol::ToolErrors;
 use crate::sandbox::SandboxConfig;
@@ -241,6 +243,18 @@ struct PolicyArgs {
     #[arg(long = "deny-command", value_name = "NAME")]
     deny_command: Vec<String>,
 
+    /// Hide paths matching GLOB inside the allowed directories from every tool and command: a
+    /// glob without `/` matches a name at any depth (`.env`), a relative one a path at any
+    /// depth (`secrets/**`), an absolute one is anchored. Repeatable; added to the default
+    /// rules, which `replay sandbox` lists.
+    #[arg(long = "deny", value_name = "GLOB")]
+    deny: Vec<String>,
+
+    /// Drop the default deny rules (.env, .env.*, *.pem, *.key, id_rsa*, .ssh/, .aws/, .netrc,
+    /// credentials.json and more: see `replay sandbox`).
+    #[arg(long)]
+    no_default_deny: bool,
+
     /// Do not confine the server with Landlock (it is on by default where the kernel has it).
     #[arg(long)]
     no_sandbox: bool,
@@ -336,6 +350,8 @@ pub struct Config {
     pub command_limits: CommandLimits,
     pub sandbox: SandboxConfig,
     pub tool_errors: ToolErrors,
+    /// `--deny` and the default rules: what no tool or command sees.
+    pub deny: Arc<DenyRules>,
 }
 
 /// `replay call`: one tool call under `config`.
@@ -605,6 +621,9 @@ fn config(
             root.access = Access::Read;
         }
     }
+    let deny = DenyRules::new(&policy.deny, policy.no_default_deny)
+        .map(Arc::new)
+        .map_err(|message| usage(format!("replay: {message}")))?;
     let extra_read = policy.sandbox_read.iter().map(|p| expand_home(p, home.as_deref())).collect();
     let extra_write =
         policy.sandbox_write.iter().map(|p| expand_home(p, home.as_deref())).collect();
@@ -614,6 +633,7 @@ fn config(
         extra_read,
         extra_write,
         strict: policy.sandbox_strict,
+        deny: Arc::clone(&deny),
     };
     Ok(Config {
         roots,
@@ -625,6 +645,7 @@ fn config(
         command_limits: command_limits(policy)?,
         sandbox,
         tool_errors,
+        deny,
     })
 }
 
@@ -702,6 +723,12 @@ fn server_args(
     }
     for name in &policy.deny_command {
         push("--deny-command", Some(name.clone()));
+    }
+    for glob in &policy.deny {
+        push("--deny", Some(glob.clone()));
+    }
+    if policy.no_default_deny {
+        push("--no-default-deny", None);
     }
     if policy.no_sandbox {
         push("--no-sandbox", None);

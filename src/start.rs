@@ -203,7 +203,7 @@ fn scope(config: Config, confined: &Confined) -> (Policy, Settings) {
         sandbox_note: confined.status.note(),
         disabled_tools: config.disabled_tools,
     };
-    (Policy::new(config.roots, config.home), settings)
+    (Policy::new(config.roots, config.home, config.deny), settings)
 }
 
 /// Logs go to stderr only: stdout carries JSON-RPC.

@@ -17,6 +17,7 @@ use crate::policy::ResolvedPath;
 use crate::reply_size::{escaped_len, Budget, JsonObject, REPLY_NAME};
 use crate::tools::time::iso8601_utc;
 use crate::tools::{Ctx, Output, Structured};
+use crate::walk::{self, Hiding};
 
 mod listing;
 pub mod tree;
@@ -67,14 +68,22 @@ pub fn create_directory(ctx: &Ctx, args: PathArgs) -> Result<Output, ToolError> 
 /// The entries of one directory in `order`: those the reply can show, and what the rest add
 /// to the totals. Sizes and times, when asked for, come from `fstatat` on the directory's
 /// handle, not following links; an entry gone meanwhile has neither.
-fn read_listing(dir: &ResolvedPath, order: SortBy, stat: bool) -> Result<Listing, ToolError> {
+fn read_listing(
+    dir: &ResolvedPath,
+    order: SortBy,
+    stat: bool,
+) -> Result<(Listing, u64), ToolError> {
     let failed = |e| ToolError::io("list directory", &dir.shown, e);
     let handle = dir.open_dir().map_err(failed)?;
     let mut listing = Listing::new(order, Budget::default().left());
+    let hiding = Hiding::new(dir);
     confined::for_each_entry(handle.as_fd(), |name, kind| {
         let bytes = name.as_encoded_bytes();
         if bytes.starts_with(TEMP_PREFIX.as_bytes()) {
             // A write in progress (or one a crash left behind): not the user's file.
+            return;
+        }
+        if hiding.hides(&dir.real.join(name), true) {
             return;
         }
         let (mut size, mut modified) = (None, None);
@@ -89,22 +98,26 @@ fn read_listing(dir: &ResolvedPath, order: SortBy, stat: bool) -> Result<Listing
         listing.add(bytes, kind, size, modified);
     })
     .map_err(failed)?;
-    Ok(listing.finish())
+    Ok((listing.finish(), hiding.denied.into_inner()))
 }
 
 pub fn list_directory(ctx: &Ctx, args: ListArgs) -> Result<Output, ToolError> {
     let resolved = ctx.policy.resolve_read(&args.path)?;
     let show_sizes = args.with_sizes || args.sort_by == SortBy::Size;
     let show_times = args.sort_by == SortBy::Modified;
-    let listing = read_listing(&resolved, args.sort_by, show_sizes || show_times)?;
+    let (listing, denied) = read_listing(&resolved, args.sort_by, show_sizes || show_times)?;
     let path = resolved.shown.display().to_string();
     if listing.len() == 0 && listing.left_out.count == 0 {
         let mut data = JsonObject::default();
         data.field("entries").raw("[]");
         data.field("path").string(&path);
+        let text = match walk::hidden_note(denied) {
+            Some(note) => format!("(empty directory)\n{note}"),
+            None => "(empty directory)".to_string(),
+        };
         return Ok(Output {
             structured: Some(Structured::Json(data.finish())),
-            ..Output::text("(empty directory)")
+            ..Output::text(text)
         });
     }
     // Each entry is in the reply twice, a line of the text and an object of the structured
@@ -131,6 +144,10 @@ pub fn list_directory(ctx: &Ctx, args: ListArgs) -> Result<Output, ToolError> {
              you need with glob_search or search_files]\n",
             listing.left_out.count
         ));
+    }
+    if let Some(note) = walk::hidden_note(denied) {
+        text.push_str(&note);
+        text.push('\n');
     }
     if show_sizes {
         text.push_str(&totals(&listing));
