@@ -13,6 +13,7 @@ use std::sync::Arc;
 use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 use serde_json::{json, Value};
 
+use crate::audit::{self, AuditLog};
 use crate::client_config::{self, Client};
 use crate::policy::deny::DenyRules;
 use crate::policy::{canonical_root, expand_home, Access, AllowedRoot, MAX_ROOTS};
@@ -67,6 +68,9 @@ struct Cli {
 
     #[command(flatten)]
     replies: ReplyArgs,
+
+    #[command(flatten)]
+    audit: AuditArgs,
 
     /// Allowed directories, read-write (or with a `:ro`/`:rw` suffix), as the official
     /// filesystem server takes them.
@@ -156,6 +160,9 @@ struct PrintConfigArgs {
     #[command(flatten)]
     replies: ReplyArgs,
 
+    #[command(flatten)]
+    audit: AuditArgs,
+
     /// Allowed directories, read-write (or with a `:ro`/`:rw` suffix).
     #[arg(value_name = "DIR")]
     dirs: Vec<String>,
@@ -187,6 +194,9 @@ struct InstallArgs {
 
     #[command(flatten)]
     replies: ReplyArgs,
+
+    #[command(flatten)]
+    audit: AuditArgs,
 
     /// Allowed directories, read-write (or with a `:ro`/`:rw` suffix).
     #[arg(value_name = "DIR")]
@@ -323,6 +333,21 @@ struct SelectionArgs {
     no_exec: bool,
 }
 
+/// The audit log; a server's flags, not `replay call`'s.
+#[derive(Debug, Args)]
+struct AuditArgs {
+    /// Append one JSON line per tool call to FILE (created 0600): time, client, tool, the
+    /// paths it named, the command text, the outcome, bytes in and out, duration. Never file
+    /// contents or command output. Keep it outside the allowed directories.
+    #[arg(long = "audit-log", value_name = "FILE")]
+    audit_log: Option<PathBuf>,
+
+    /// The audit log's size past which its lines move to FILE.1 (the one old file kept), as
+    /// 64M or 1G; 0 never rotates (default 64M).
+    #[arg(long = "audit-log-size", value_name = "SIZE", requires = "audit_log")]
+    audit_log_size: Option<String>,
+}
+
 /// How tool failures are answered; a server's flag, not `replay call`'s.
 #[derive(Debug, Args)]
 struct ReplyArgs {
@@ -352,6 +377,8 @@ pub struct Config {
     pub tool_errors: ToolErrors,
     /// `--deny` and the default rules: what no tool or command sees.
     pub deny: Arc<DenyRules>,
+    /// `--audit-log`, opened.
+    pub audit: Option<Arc<AuditLog>>,
 }
 
 /// `replay call`: one tool call under `config`.
@@ -521,10 +548,27 @@ fn serve_invocation(cli: &Cli, matches: &ArgMatches) -> Invocation {
         );
         return usage_error(message);
     }
-    match config(&cli.policy, cli.replies.tool_errors, &cli.dirs, matches) {
-        Ok(config) => Invocation::Serve(config),
-        Err(exit) => Invocation::Exit(exit),
+    let mut config = match config(&cli.policy, cli.replies.tool_errors, &cli.dirs, matches) {
+        Ok(config) => config,
+        Err(exit) => return Invocation::Exit(exit),
+    };
+    match audit_log(&cli.audit) {
+        Ok(audit) => config.audit = audit,
+        Err(exit) => return Invocation::Exit(exit),
     }
+    Invocation::Serve(config)
+}
+
+/// `--audit-log`, opened now: a file that cannot be opened is a usage error at start.
+fn audit_log(args: &AuditArgs) -> Result<Option<Arc<AuditLog>>, Exit> {
+    let Some(path) = &args.audit_log else { return Ok(None) };
+    let max_bytes = match &args.audit_log_size {
+        Some(raw) => limits::parse_size(raw)
+            .map_err(|m| usage(format!("replay: --audit-log-size: {m}")))?
+            .unwrap_or(0),
+        None => audit::DEFAULT_MAX_BYTES,
+    };
+    AuditLog::open(path, max_bytes).map(Some).map_err(usage)
 }
 
 fn call_invocation(call: CallArgs, matches: &ArgMatches) -> Invocation {
@@ -542,7 +586,7 @@ fn call_invocation(call: CallArgs, matches: &ArgMatches) -> Invocation {
 }
 
 fn print_config_invocation(print: PrintConfigArgs, matches: &ArgMatches) -> Invocation {
-    match client_server_args(&print.policy, &print.replies, &print.dirs, matches) {
+    match client_server_args(&print.policy, &print.replies, &print.audit, &print.dirs, matches) {
         Ok(server_args) => Invocation::PrintConfig(PrintConfig {
             client: print.client,
             json: print.json,
@@ -553,7 +597,13 @@ fn print_config_invocation(print: PrintConfigArgs, matches: &ArgMatches) -> Invo
 }
 
 fn install_invocation(install: InstallArgs, matches: &ArgMatches) -> Invocation {
-    match client_server_args(&install.policy, &install.replies, &install.dirs, matches) {
+    match client_server_args(
+        &install.policy,
+        &install.replies,
+        &install.audit,
+        &install.dirs,
+        matches,
+    ) {
         Ok(server_args) => Invocation::Install(Install {
             client: install.client,
             target: target_of(&install.target),
@@ -579,6 +629,7 @@ fn target_of(args: &TargetArgs) -> client_config::Target {
 fn client_server_args(
     policy: &PolicyArgs,
     replies: &ReplyArgs,
+    audit: &AuditArgs,
     dirs: &[String],
     matches: &ArgMatches,
 ) -> Result<Vec<String>, Exit> {
@@ -587,8 +638,19 @@ fn client_server_args(
     let requested = requested_roots(policy, dirs, matches);
     let roots = canonical_roots(requested, home.as_deref())
         .map_err(|message| Exit { message, status: 1 })?;
-    server_args(policy, &roots, replies.tool_errors, home.as_deref())
-        .map_err(|message| Exit { message, status: 1 })
+    let mut args = server_args(policy, &roots, replies.tool_errors, home.as_deref())
+        .map_err(|message| Exit { message, status: 1 })?;
+    if let Some(path) = &audit.audit_log {
+        let path = std::path::absolute(path)
+            .map_err(|e| Exit { message: format!("replay: --audit-log: {e}"), status: 1 })?;
+        let text =
+            client_config::path_text(&path).map_err(|message| Exit { message, status: 1 })?;
+        args.extend(["--audit-log".to_string(), text.to_string()]);
+    }
+    if let Some(size) = &audit.audit_log_size {
+        args.extend(["--audit-log-size".to_string(), size.clone()]);
+    }
+    Ok(args)
 }
 
 fn selection_of(args: &SelectionArgs) -> Selection {
@@ -646,6 +708,7 @@ fn config(
         sandbox,
         tool_errors,
         deny,
+        audit: None,
     })
 }
 

@@ -110,10 +110,19 @@ fn serve(config: Config) -> ExitCode {
     } else {
         confine(&config, commands)
     };
+    if let Some(audit) = &config.audit {
+        if config.roots.iter().any(|root| audit.path.starts_with(&root.path)) {
+            tracing::warn!(
+                path = %audit.path.display(),
+                "the audit log is inside an allowed directory, where the client's tools and commands can read and change it: keep it outside them"
+            );
+        }
+    }
     let options = protocol::session::Options {
         tool_errors: config.tool_errors,
         deferred_sandbox: confined.deferred.take(),
         read_only: config.read_only,
+        audit: config.audit.clone(),
     };
     let (policy, settings) = scope(config, &confined);
     protocol::session::serve(policy, Arc::new(settings), options);

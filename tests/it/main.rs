@@ -20,6 +20,8 @@ mod races;
 mod roots;
 // Deny rules: secrets hidden from the file tools and the commands.
 mod deny;
+// The audit log: a JSON line per tool call.
+mod audit;
 
 // The file tools, one module per tool or family.
 // read_file and read_multiple_files: exact text, binary blobs, limits and errors.
