@@ -87,8 +87,9 @@ pub enum DenyReason {
     /// A deny rule matches the path (as named, or where it resolves to) or a directory above
     /// it inside its root.
     Hidden { rule: DenyRule },
-    /// A directory to move or copy that holds `n` entries a path rule hides: under another
-    /// name they could fall out from under the rule.
+    /// A directory to move or copy that holds `n` entries a deny rule hides: under another
+    /// name they could fall out from under a path rule, and a copy is a new file that the
+    /// commands' namespace does not cover.
     HoldsHidden { n: u64 },
 }
 

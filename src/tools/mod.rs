@@ -130,12 +130,28 @@ pub fn resolve_dir(ctx: &Ctx, raw: &str, op: &'static str) -> Result<ResolvedPat
     Ok(dir)
 }
 
-/// Refuses to move or copy a directory that holds entries a deny rule with a `/` hides (under
-/// another name they could fall out from under the rule: `config/prod.yaml` once `config` is
-/// `cfg`). Name rules (`.env`) match wherever an entry goes, so only path rules cost this walk
-/// of the directory.
-pub fn refuse_carrying_hidden(ctx: &Ctx, source: &ResolvedPath) -> Result<(), ToolError> {
-    if !ctx.policy.deny_rules().has_path_rules() || !source.metadata().is_ok_and(|m| m.is_dir()) {
+/// Refuses to move a directory that holds entries a deny rule with a `/` hides (under another
+/// name they could fall out from under the rule: `config/prod.yaml` once `config` is `cfg`).
+/// Name rules (`.env`) match wherever an entry goes, and the commands' cover over it moves with
+/// its directory, so only path rules cost this walk of the directory.
+pub fn refuse_moving_hidden(ctx: &Ctx, source: &ResolvedPath) -> Result<(), ToolError> {
+    if !ctx.policy.deny_rules().has_path_rules() {
+        return Ok(());
+    }
+    refuse_holding_hidden(ctx, source)
+}
+
+/// Refuses to copy a directory that holds entries any deny rule hides: the copies would be new
+/// files, which the commands' namespace (covering what existed at start) does not cover.
+pub fn refuse_copying_hidden(ctx: &Ctx, source: &ResolvedPath) -> Result<(), ToolError> {
+    if ctx.policy.deny_rules().is_empty() {
+        return Ok(());
+    }
+    refuse_holding_hidden(ctx, source)
+}
+
+fn refuse_holding_hidden(ctx: &Ctx, source: &ResolvedPath) -> Result<(), ToolError> {
+    if !source.metadata().is_ok_and(|m| m.is_dir()) {
         return Ok(());
     }
     let options = WalkOptions { cancel: Some(ctx.cancel), ..WalkOptions::default() };

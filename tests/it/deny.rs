@@ -86,6 +86,11 @@ fn every_file_tool_refuses_a_denied_file_and_directory() {
     ] {
         refused(&mut server, tool, args, rule);
     }
+    // A directory holding a secret is not copied (a copy would be a new file, which commands
+    // could read); it may be moved (its secret keeps its name, and its cover).
+    let args = json!({"source": env.p("root/src"), "destination": env.p("root/src2")});
+    let error = server.call_err("copy_file", args, -32001);
+    assert!(error.message.contains("holds 1 entries"), "{error:?}");
     let many =
         all_text(&mut server, "read_multiple_files", json!({"paths": [dotenv, "config.yaml"]}));
     assert!(many.contains("path not allowed") && many.contains("db: SECRET"), "{many}");
