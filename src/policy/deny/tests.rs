@@ -78,3 +78,18 @@ fn bad_rules_name_the_glob() {
     assert!(bad("**").contains("would deny every path"), "{}", bad("**"));
     assert!(bad("/").contains("would deny every path"), "{}", bad("/"));
 }
+
+#[test]
+fn affixes_of_name_globs() {
+    let check = |glob: &str, prefix: &str, suffix: &str| {
+        let (p, s) = super::affixes(glob);
+        assert_eq!((p.as_slice(), s.as_slice()), (prefix.as_bytes(), suffix.as_bytes()), "{glob}");
+    };
+    check(".env", ".env", ".env");
+    check(".env.*", ".env.", "");
+    check("*.pem", "", ".pem");
+    check("client_secret*.json", "client_secret", ".json");
+    check("a[bc]d", "a", "d");
+    check("{x,y}.txt", "", ".txt");
+    check("*", "", "");
+}
