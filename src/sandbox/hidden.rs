@@ -6,8 +6,8 @@
 //! config/prod.env` hides `config/prod.env`). The cost is bounded: past `MAX_HIDDEN` matches,
 //! or `MAX_WALKED` entries, the walk gives up with a warning and commands see the rest (the
 //! file tools still refuse them). The walk is sequential and runs once, at start: over the
-//! benchmark corpus (48,000 entries) it added 240-300 ms to a start on two cores under a load
-//! average of 12 (a start to `initialize` with the defaults against `--no-default-deny`); the
+//! benchmark corpus (48,000 entries) it added 240-300 ms to a start (850 ms once, cold) on two
+//! cores under a load average of 12 (a start to `initialize` with the defaults against `--no-default-deny`); the
 //! walk's cost grows with the entries, so 2,000,000 entries would cost seconds.
 
 use std::path::{Path, PathBuf};
