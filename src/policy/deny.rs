@@ -78,7 +78,7 @@ impl fmt::Display for DenyRule {
 }
 
 /// The rules, compiled. Two are equal when their rules are.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct DenyRules {
     rules: Vec<DenyRule>,
     /// Rules without a `/`, matched against one name; `names_of[i]` is the rule of glob `i`.
@@ -89,6 +89,10 @@ pub struct DenyRules {
     /// with two short comparisons per rule. The `GlobSet` alone copies each name into a buffer
     /// of its own first: a tree of 45,000 entries took 6 % longer with it, 20 rules.
     name_affixes: Vec<(Vec<u8>, Vec<u8>)>,
+    /// Bit `last` of `ends[first]`: some name rule may match a name that begins with byte
+    /// `first` and ends with byte `last`. One lookup rules out most names before the affixes
+    /// are compared (those cost 14 ns per rule and entry: 13 % of a tree with 20 rules).
+    ends: Box<[[u64; 4]; 256]>,
     /// Relative rules with a `/`, as `**/RULE`, matched against the path below the root.
     paths: GlobSet,
     paths_of: Vec<usize>,
@@ -97,6 +101,13 @@ pub struct DenyRules {
     anchored_of: Vec<usize>,
     /// Names the default rules leave alone.
     exceptions: GlobSet,
+}
+
+/// No rules at all.
+impl Default for DenyRules {
+    fn default() -> DenyRules {
+        DenyRules::new(&[], true).expect("no rules always compile")
+    }
 }
 
 impl PartialEq for DenyRules {
@@ -156,6 +167,7 @@ impl DenyRules {
             rules,
             names: build(names)?,
             names_of,
+            ends: ends(&name_affixes),
             name_affixes,
             paths: build(paths)?,
             paths_of,
@@ -214,6 +226,10 @@ impl DenyRules {
 
     fn name_rule(&self, name: &Path) -> Option<&DenyRule> {
         let bytes = name.as_os_str().as_bytes();
+        let (Some(&first), Some(&last)) = (bytes.first(), bytes.last()) else { return None };
+        if self.ends[usize::from(first)][usize::from(last >> 6)] & (1 << (last & 63)) == 0 {
+            return None;
+        }
         let fits = |(prefix, suffix): &(Vec<u8>, Vec<u8>)| {
             bytes.len() >= prefix.len().max(suffix.len())
                 && same(&bytes[..prefix.len()], prefix)
@@ -256,6 +272,31 @@ fn affixes(glob: &str) -> (Vec<u8>, Vec<u8>) {
     let end = glob.rfind(meta).map_or(0, |i| i + 1);
     let bytes = glob.as_bytes();
     (bytes[..start].to_vec(), bytes[end..].to_vec())
+}
+
+/// The (first byte, last byte) pairs a name rule with these affixes may match; see
+/// [`DenyRules::ends`].
+fn ends(affixes: &[(Vec<u8>, Vec<u8>)]) -> Box<[[u64; 4]; 256]> {
+    let mut ends = Box::new([[0u64; 4]; 256]);
+    let bytes = |fixed: Option<u8>| -> Vec<u8> {
+        match fixed {
+            None => (0..=255).collect(),
+            Some(b) if CASE_INSENSITIVE_NAMES => {
+                let mut both = vec![b.to_ascii_lowercase(), b.to_ascii_uppercase()];
+                both.dedup();
+                both
+            }
+            Some(b) => vec![b],
+        }
+    };
+    for (prefix, suffix) in affixes {
+        for first in bytes(prefix.first().copied()) {
+            for last in bytes(suffix.last().copied()) {
+                ends[usize::from(first)][usize::from(last >> 6)] |= 1 << (last & 63);
+            }
+        }
+    }
+    ends
 }
 
 /// Byte strings equal as names compare: ignoring ASCII case where the filesystems do.
