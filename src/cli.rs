@@ -8,11 +8,14 @@
 use std::ffi::OsString;
 use std::io::Read;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use clap::{ArgMatches, Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 use serde_json::{json, Value};
 
+use crate::audit::{self, AuditLog};
 use crate::client_config::{self, Client};
+use crate::policy::deny::DenyRules;
 use crate::policy::{canonical_root, expand_home, Access, AllowedRoot, MAX_ROOTS};
 use crate::protocol::ToolErrors;
 use crate::reply_size::REPLY_TOKENS;
@@ -66,6 +69,9 @@ struct Cli {
 
     #[command(flatten)]
     replies: ReplyArgs,
+
+    #[command(flatten)]
+    audit: AuditArgs,
 
     /// Allowed directories, read-write (or with a `:ro`/`:rw` suffix), as the official
     /// filesystem server takes them.
@@ -155,6 +161,9 @@ struct PrintConfigArgs {
     #[command(flatten)]
     replies: ReplyArgs,
 
+    #[command(flatten)]
+    audit: AuditArgs,
+
     /// Allowed directories, read-write (or with a `:ro`/`:rw` suffix).
     #[arg(value_name = "DIR")]
     dirs: Vec<String>,
@@ -186,6 +195,9 @@ struct InstallArgs {
 
     #[command(flatten)]
     replies: ReplyArgs,
+
+    #[command(flatten)]
+    audit: AuditArgs,
 
     /// Allowed directories, read-write (or with a `:ro`/`:rw` suffix).
     #[arg(value_name = "DIR")]
@@ -241,6 +253,18 @@ struct PolicyArgs {
     /// `sh -c`, `eval` or a variable get around it). Repeatable.
     #[arg(long = "deny-command", value_name = "NAME")]
     deny_command: Vec<String>,
+
+    /// Hide paths matching GLOB inside the allowed directories from every tool and command: a
+    /// glob without `/` matches a name at any depth (`.env`), a relative one a path at any
+    /// depth (`secrets/**`), an absolute one is anchored. Repeatable; added to the default
+    /// rules, which `replay sandbox` lists.
+    #[arg(long = "deny", value_name = "GLOB")]
+    deny: Vec<String>,
+
+    /// Drop the default deny rules (.env, .env.*, *.pem, *.key, id_rsa*, .ssh/, .aws/, .netrc,
+    /// credentials.json and more: see `replay sandbox`).
+    #[arg(long)]
+    no_default_deny: bool,
 
     /// Do not confine the server with Landlock (it is on by default where the kernel has it).
     #[arg(long)]
@@ -315,6 +339,21 @@ struct SelectionArgs {
     no_exec: bool,
 }
 
+/// The audit log; a server's flags, not `replay call`'s.
+#[derive(Debug, Args)]
+struct AuditArgs {
+    /// Append one JSON line per tool call to FILE (created 0600): time, client, tool, the
+    /// paths it named, the command text, the outcome, bytes in and out, duration. Never file
+    /// contents or command output. Keep it outside the allowed directories.
+    #[arg(long = "audit-log", value_name = "FILE")]
+    audit_log: Option<PathBuf>,
+
+    /// The audit log's size past which its lines move to FILE.1 (the one old file kept), as
+    /// 64M or 1G; 0 never rotates (default 64M).
+    #[arg(long = "audit-log-size", value_name = "SIZE", requires = "audit_log")]
+    audit_log_size: Option<String>,
+}
+
 /// How tool failures are answered; a server's flag, not `replay call`'s.
 #[derive(Debug, Args)]
 struct ReplyArgs {
@@ -344,6 +383,10 @@ pub struct Config {
     pub reply_tokens: u32,
     pub sandbox: SandboxConfig,
     pub tool_errors: ToolErrors,
+    /// `--deny` and the default rules: what no tool or command sees.
+    pub deny: Arc<DenyRules>,
+    /// `--audit-log`, opened.
+    pub audit: Option<Arc<AuditLog>>,
 }
 
 /// `replay call`: one tool call under `config`.
@@ -513,10 +556,27 @@ fn serve_invocation(cli: &Cli, matches: &ArgMatches) -> Invocation {
         );
         return usage_error(message);
     }
-    match config(&cli.policy, cli.replies.tool_errors, &cli.dirs, matches) {
-        Ok(config) => Invocation::Serve(config),
-        Err(exit) => Invocation::Exit(exit),
+    let mut config = match config(&cli.policy, cli.replies.tool_errors, &cli.dirs, matches) {
+        Ok(config) => config,
+        Err(exit) => return Invocation::Exit(exit),
+    };
+    match audit_log(&cli.audit) {
+        Ok(audit) => config.audit = audit,
+        Err(exit) => return Invocation::Exit(exit),
     }
+    Invocation::Serve(config)
+}
+
+/// `--audit-log`, opened now: a file that cannot be opened is a usage error at start.
+fn audit_log(args: &AuditArgs) -> Result<Option<Arc<AuditLog>>, Exit> {
+    let Some(path) = &args.audit_log else { return Ok(None) };
+    let max_bytes = match &args.audit_log_size {
+        Some(raw) => limits::parse_size(raw)
+            .map_err(|m| usage(format!("replay: --audit-log-size: {m}")))?
+            .unwrap_or(0),
+        None => audit::DEFAULT_MAX_BYTES,
+    };
+    AuditLog::open(path, max_bytes).map(Some).map_err(usage)
 }
 
 fn call_invocation(call: CallArgs, matches: &ArgMatches) -> Invocation {
@@ -534,7 +594,7 @@ fn call_invocation(call: CallArgs, matches: &ArgMatches) -> Invocation {
 }
 
 fn print_config_invocation(print: PrintConfigArgs, matches: &ArgMatches) -> Invocation {
-    match client_server_args(&print.policy, &print.replies, &print.dirs, matches) {
+    match client_server_args(&print.policy, &print.replies, &print.audit, &print.dirs, matches) {
         Ok(server_args) => Invocation::PrintConfig(PrintConfig {
             client: print.client,
             json: print.json,
@@ -545,7 +605,13 @@ fn print_config_invocation(print: PrintConfigArgs, matches: &ArgMatches) -> Invo
 }
 
 fn install_invocation(install: InstallArgs, matches: &ArgMatches) -> Invocation {
-    match client_server_args(&install.policy, &install.replies, &install.dirs, matches) {
+    match client_server_args(
+        &install.policy,
+        &install.replies,
+        &install.audit,
+        &install.dirs,
+        matches,
+    ) {
         Ok(server_args) => Invocation::Install(Install {
             client: install.client,
             target: target_of(&install.target),
@@ -571,6 +637,7 @@ fn target_of(args: &TargetArgs) -> client_config::Target {
 fn client_server_args(
     policy: &PolicyArgs,
     replies: &ReplyArgs,
+    audit: &AuditArgs,
     dirs: &[String],
     matches: &ArgMatches,
 ) -> Result<Vec<String>, Exit> {
@@ -579,8 +646,19 @@ fn client_server_args(
     let requested = requested_roots(policy, dirs, matches);
     let roots = canonical_roots(requested, home.as_deref())
         .map_err(|message| Exit { message, status: 1 })?;
-    server_args(policy, &roots, replies.tool_errors, home.as_deref())
-        .map_err(|message| Exit { message, status: 1 })
+    let mut args = server_args(policy, &roots, replies.tool_errors, home.as_deref())
+        .map_err(|message| Exit { message, status: 1 })?;
+    if let Some(path) = &audit.audit_log {
+        let path = std::path::absolute(path)
+            .map_err(|e| Exit { message: format!("replay: --audit-log: {e}"), status: 1 })?;
+        let text =
+            client_config::path_text(&path).map_err(|message| Exit { message, status: 1 })?;
+        args.extend(["--audit-log".to_string(), text.to_string()]);
+    }
+    if let Some(size) = &audit.audit_log_size {
+        args.extend(["--audit-log-size".to_string(), size.clone()]);
+    }
+    Ok(args)
 }
 
 fn selection_of(args: &SelectionArgs) -> Selection {
@@ -613,6 +691,9 @@ fn config(
             root.access = Access::Read;
         }
     }
+    let deny = DenyRules::new(&policy.deny, policy.no_default_deny)
+        .map(Arc::new)
+        .map_err(|message| usage(format!("replay: {message}")))?;
     let extra_read = policy.sandbox_read.iter().map(|p| expand_home(p, home.as_deref())).collect();
     let extra_write =
         policy.sandbox_write.iter().map(|p| expand_home(p, home.as_deref())).collect();
@@ -622,6 +703,7 @@ fn config(
         extra_read,
         extra_write,
         strict: policy.sandbox_strict,
+        deny: Arc::clone(&deny),
     };
     Ok(Config {
         roots,
@@ -634,6 +716,8 @@ fn config(
         reply_tokens: reply_tokens(policy)?,
         sandbox,
         tool_errors,
+        deny,
+        audit: None,
     })
 }
 
@@ -724,6 +808,12 @@ fn server_args(
     }
     for name in &policy.deny_command {
         push("--deny-command", Some(name.clone()));
+    }
+    for glob in &policy.deny {
+        push("--deny", Some(glob.clone()));
+    }
+    if policy.no_default_deny {
+        push("--no-default-deny", None);
     }
     if policy.no_sandbox {
         push("--no-sandbox", None);

@@ -5,6 +5,7 @@
 //! only `main` (the whole program, which `src/main.rs` calls) and `fuzz`, the few items the fuzz
 //! targets drive.
 
+mod audit;
 mod base64;
 #[cfg(test)]
 mod capability;

@@ -24,6 +24,10 @@ pub const DIR_HANDLE: OFlag = OFlag::O_PATH.union(OFlag::O_DIRECTORY);
 #[cfg(target_os = "macos")]
 pub const DIR_HANDLE: OFlag = OFlag::O_SEARCH;
 
+/// Whether names match ignoring case: macOS's filesystems ignore it by default (APFS, HFS+), so
+/// a deny rule for `.env` must also refuse `.ENV`, which opens the same file there.
+pub const CASE_INSENSITIVE_NAMES: bool = cfg!(target_os = "macos");
+
 /// Added to every open of one name beneath a root: macOS's `O_NOFOLLOW_ANY` (macOS 11) refuses
 /// a symlink in any component. For the single names `policy::confined` opens it adds nothing
 /// to `O_NOFOLLOW`; it is there so that no later change can make an open follow a link.

@@ -10,6 +10,10 @@
 //! [`ResolvedPath::real`] (the resolved path, for comparing and naming) by path: they reach the
 //! filesystem through a [`ResolvedPath`]'s methods, below.
 //!
+//! Inside the allowed directories, [`deny`] rules hide secrets (`.env`, keys): a path that one
+//! matches, as the client named it or where it resolves to, is refused like an outside one,
+//! with the rule named.
+//!
 //! The check runs before the filesystem is touched for the operation itself, so a path outside the
 //! allowed set is refused whether or not it exists. The window between this check and the use of
 //! the path (a component swapped for a symlink in between) is closed by [`confined`]: tools open,
@@ -24,9 +28,11 @@ use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
 pub mod confined;
+pub mod deny;
 
 use crate::platform;
 use confined::RootDir;
+use deny::{DenyRule, DenyRules};
 
 /// What a root lets a client do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -78,6 +84,13 @@ pub enum DenyReason {
     ContainsRoot { root: PathBuf },
     /// The string is not a usable path at all (empty, a NUL byte, too long).
     Invalid { detail: &'static str },
+    /// A deny rule matches the path (as named, or where it resolves to) or a directory above
+    /// it inside its root.
+    Hidden { rule: DenyRule },
+    /// A directory to move or copy that holds `n` entries a deny rule hides: under another
+    /// name they could fall out from under a path rule, and a copy is a new file that the
+    /// commands' namespace does not cover.
+    HoldsHidden { n: u64 },
 }
 
 /// A refused path: the client's path (absolute, lexically normalized) and the reason.
@@ -111,6 +124,14 @@ impl fmt::Display for Denied {
                 root.display()
             ),
             DenyReason::Invalid { detail } => write!(f, "invalid path {path:?}: {detail}"),
+            // The path lies inside the fence, so naming the rule tells nothing new.
+            DenyReason::Hidden { rule } => write!(f, "path not allowed: {path} matches {rule}"),
+            DenyReason::HoldsHidden { n } => write!(
+                f,
+                "path not allowed: {path} holds {n} entries that deny rules hide, which a move \
+                 or copy could carry out from under their rules; move or copy the entries you \
+                 need one by one"
+            ),
         }
     }
 }
@@ -137,6 +158,15 @@ pub struct ResolvedPath {
     pub access: Access,
     /// That root, with its handle.
     root: Arc<RootDir>,
+    /// The policy's deny rules, which a walk below this path applies to what it finds.
+    deny: Arc<DenyRules>,
+}
+
+impl ResolvedPath {
+    /// The deny rules, and the allowed directory their paths are relative to.
+    pub fn deny_rules(&self) -> (&DenyRules, &Path) {
+        (&self.deny, &self.root.path)
+    }
 }
 
 /// Symlinks followed while resolving one path before giving up, as Linux's `MAXSYMLINKS`.
@@ -154,19 +184,24 @@ pub struct Policy {
     /// A handle on each root, in the same order.
     handles: Vec<Arc<RootDir>>,
     home: Option<PathBuf>,
+    deny: Arc<DenyRules>,
 }
 
 impl Policy {
     /// `roots` must already be canonical; the first is the project directory. Each is opened
     /// here, once.
-    pub fn new(roots: Vec<AllowedRoot>, home: Option<PathBuf>) -> Policy {
+    pub fn new(roots: Vec<AllowedRoot>, home: Option<PathBuf>, deny: Arc<DenyRules>) -> Policy {
         let handles = roots.iter().map(|r| Arc::new(RootDir::open(&r.path))).collect();
-        Policy { roots, handles, home }
+        Policy { roots, handles, home, deny }
     }
 
     /// The same policy over other roots (client roots narrowing the command line's).
     pub fn with_roots(&self, roots: Vec<AllowedRoot>) -> Policy {
-        Policy::new(roots, self.home.clone())
+        Policy::new(roots, self.home.clone(), Arc::clone(&self.deny))
+    }
+
+    pub fn deny_rules(&self) -> &DenyRules {
+        &self.deny
     }
 
     pub fn roots(&self) -> &[AllowedRoot] {
@@ -250,13 +285,22 @@ impl Policy {
     }
 
     fn contain(&self, shown: PathBuf, real: PathBuf) -> Result<ResolvedPath, Denied> {
-        match deepest_root(&self.roots, &real) {
-            Some(i) => {
-                let (access, root) = (self.roots[i].access, Arc::clone(&self.handles[i]));
-                Ok(ResolvedPath { access, real, shown, root })
-            }
-            None => Err(Denied { path: shown, reason: DenyReason::Outside { real } }),
+        let Some(i) = deepest_root(&self.roots, &real) else {
+            return Err(Denied { path: shown, reason: DenyReason::Outside { real } });
+        };
+        // Both names count: a link `notes -> .env` resolves to a denied path, and a link
+        // `.env -> config/prod` is named by one.
+        let shown_root = deepest_root(&self.roots, &shown).map(|j| &self.roots[j].path);
+        let hidden = self
+            .deny
+            .matching(&self.roots[i].path, &real)
+            .or_else(|| shown_root.and_then(|root| self.deny.matching(root, &shown)));
+        if let Some(rule) = hidden {
+            let reason = DenyReason::Hidden { rule: rule.clone() };
+            return Err(Denied { path: shown, reason });
         }
+        let (access, root) = (self.roots[i].access, Arc::clone(&self.handles[i]));
+        Ok(ResolvedPath { access, real, shown, root, deny: Arc::clone(&self.deny) })
     }
 
     /// Returns `(shown, real)`.

@@ -112,10 +112,19 @@ fn serve(config: Config) -> ExitCode {
     } else {
         confine(&config, commands)
     };
+    if let Some(audit) = &config.audit {
+        if config.roots.iter().any(|root| audit.path.starts_with(&root.path)) {
+            tracing::warn!(
+                path = %audit.path.display(),
+                "the audit log is inside an allowed directory, where the client's tools and commands can read and change it: keep it outside them"
+            );
+        }
+    }
     let options = protocol::session::Options {
         tool_errors: config.tool_errors,
         deferred_sandbox: confined.deferred.take(),
         read_only: config.read_only,
+        audit: config.audit.clone(),
     };
     let (policy, settings) = scope(config, &confined, state);
     protocol::session::serve(policy, Arc::new(settings), options);
@@ -208,7 +217,7 @@ fn scope(config: Config, confined: &Confined, state: Option<Arc<StateDir>>) -> (
         state,
         reply_tokens: config.reply_tokens,
     };
-    (Policy::new(config.roots, config.home), settings)
+    (Policy::new(config.roots, config.home, config.deny), settings)
 }
 
 /// Opens the server's state directory and recovers the patches a killed server left half

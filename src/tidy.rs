@@ -251,6 +251,7 @@ const LAYERS: &[(&[&str], &[&str])] = &[
     // The leaves and the lower layers: the file system, the policy, the sandbox.
     (
         &[
+            "audit",
             "base64",
             "error",
             "fs",

@@ -12,6 +12,9 @@
 //! outside the allowed set), and `.git` itself is skipped. A walk given the call's `Cancel`
 //! stops soon after it is set; one given a `Tally` counts the entries it reports.
 //!
+//! An entry a deny rule of the policy matches (`policy::deny`) is neither reported nor
+//! entered, only counted ([`Summary`]), so no tool that walks ever sees a hidden secret.
+//!
 //! An entry whose path is longer than 4096 bytes is neither reported nor entered, only counted
 //! ([`Summary`]): no tool argument can name it (the policy refuses longer paths), and a tree
 //! 20,000 levels deep would otherwise cost its depth squared in path bytes (400 MB).
@@ -38,6 +41,7 @@ use std::sync::{Arc, Condvar, Mutex};
 
 use crate::fs::atomic::TEMP_PREFIX;
 use crate::policy::confined::{self, Kind};
+use crate::policy::deny::DenyRules;
 use crate::policy::{ResolvedPath, MAX_PATH_BYTES};
 use crate::progress::{Cancel, Tally};
 
@@ -99,18 +103,74 @@ pub struct WalkOptions<'a> {
 pub struct Summary {
     /// Entries not reported (nor entered) because their paths are over 4096 bytes.
     pub too_long: u64,
+    /// Entries not reported (nor entered) because a deny rule matches them.
+    pub denied: u64,
 }
 
 impl Summary {
     /// The note that says what was left out, when something was.
     pub fn note(&self) -> Option<String> {
-        (self.too_long > 0).then(|| {
+        let long = (self.too_long > 0).then(|| {
             format!(
                 "[{} entries left out, with everything below them: their paths are longer than \
                  {MAX_PATH_BYTES} bytes, longer than any path a tool takes]",
                 self.too_long
             )
-        })
+        });
+        let denied = hidden_note(self.denied);
+        match (long, denied) {
+            (Some(long), Some(denied)) => Some(format!("{long}\n{denied}")),
+            (long, denied) => long.or(denied),
+        }
+    }
+
+    /// Adds what another walk left out.
+    pub fn add(&mut self, other: Summary) {
+        self.too_long += other.too_long;
+        self.denied += other.denied;
+    }
+}
+
+/// The note for `n` entries a deny rule left out, when there were any.
+pub fn hidden_note(n: u64) -> Option<String> {
+    (n > 0).then(|| {
+        format!("[{n} entries left out by deny rules (secrets such as .env); see `replay sandbox`]")
+    })
+}
+
+/// What a walk below `root` leaves out for the policy's deny rules: the rules, where the path
+/// below the allowed directory starts in an entry's path, and the count.
+pub(crate) struct Hiding<'a> {
+    rules: &'a DenyRules,
+    rel_start: usize,
+    pub denied: AtomicU64,
+}
+
+impl Hiding<'_> {
+    pub(crate) fn new(root: &ResolvedPath) -> Hiding<'_> {
+        let (rules, allowed) = root.deny_rules();
+        let bytes = allowed.as_os_str().as_bytes();
+        Hiding {
+            rules,
+            rel_start: bytes.len() + usize::from(!bytes.ends_with(b"/")),
+            denied: AtomicU64::new(0),
+        }
+    }
+
+    /// Whether the entry at `path` (absolute, below the allowed directory) is left out;
+    /// counted if it is and `count`.
+    pub(crate) fn hides(&self, path: &Path, count: bool) -> bool {
+        if self.rules.is_empty() {
+            return false;
+        }
+        let bytes = path.as_os_str().as_bytes();
+        let rel =
+            Path::new(std::ffi::OsStr::from_bytes(bytes.get(self.rel_start..).unwrap_or(b"")));
+        let hidden = self.rules.denies_entry(path, rel);
+        if hidden && count {
+            self.denied.fetch_add(1, AtomicOrdering::Relaxed);
+        }
+        hidden
     }
 }
 
@@ -160,6 +220,7 @@ where
         queue: Mutex::new(Queue { jobs: Vec::new(), busy: 0, idle: 0 }),
         changed: Condvar::new(),
         too_long: AtomicU64::new(0),
+        hiding: Hiding::new(root),
     };
     walker.push(Job { dir: DirToOpen::Open(handle), path: root.real.clone(), depth: 0, ignores });
     let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
@@ -174,7 +235,10 @@ where
             walker.work(&mut visitor);
         }
     });
-    Ok(Summary { too_long: walker.too_long.into_inner() })
+    Ok(Summary {
+        too_long: walker.too_long.into_inner(),
+        denied: walker.hiding.denied.into_inner(),
+    })
 }
 
 /// The walk's shared state: a stack of directories to read (depth-first, so few handles are
@@ -186,6 +250,7 @@ struct Walker<'o, 's> {
     changed: Condvar,
     /// Entries left out for their paths' length.
     too_long: AtomicU64,
+    hiding: Hiding<'o>,
 }
 
 struct Queue {
@@ -296,6 +361,8 @@ impl Walker<'_, '_> {
             dir: &job.path,
             rel_start: self.rel_start,
             too_long: &self.too_long,
+            hiding: &self.hiding,
+            count_hidden: true,
         };
         // Unreadable: what was read is reported, the rest skipped.
         let _ = confined::for_each_entry(dir.as_fd(), |name, kind| {
@@ -321,8 +388,8 @@ impl Walker<'_, '_> {
 }
 
 /// What decides whether a walk reports an entry of one directory: replay's temp files,
-/// `.git` under `respectGitignore`, paths over 4096 bytes (counted), `excludeGlobs` and the
-/// `.gitignore` rules are left out, with everything below them.
+/// `.git` under `respectGitignore`, paths over 4096 bytes (counted), deny rules (counted),
+/// `excludeGlobs` and the `.gitignore` rules are left out, with everything below them.
 struct Admission<'a, 's> {
     options: &'a WalkOptions<'s>,
     ignores: Option<&'a Ignores>,
@@ -331,6 +398,9 @@ struct Admission<'a, 's> {
     /// Where the path below the walk's root starts in `dir`'s children's paths.
     rel_start: usize,
     too_long: &'a AtomicU64,
+    hiding: &'a Hiding<'a>,
+    /// Whether a hidden entry counts (not when only peeking into a directory).
+    count_hidden: bool,
 }
 
 impl Admission<'_, '_> {
@@ -350,6 +420,9 @@ impl Admission<'_, '_> {
         let path = self.dir.join(name);
         if path.as_os_str().len() > MAX_PATH_BYTES {
             self.too_long.fetch_add(1, AtomicOrdering::Relaxed);
+            return None;
+        }
+        if self.hiding.hides(&path, self.count_hidden) {
             return None;
         }
         let rel =

@@ -47,7 +47,7 @@ impl Tree {
             AllowedRoot { path: base.join("ro"), access: Access::Read },
             AllowedRoot { path: base.join("rw/ro_nested"), access: Access::Read },
         ];
-        let policy = Policy::new(roots, Some(base.join("rw/sub")));
+        let policy = Policy::new(roots, Some(base.join("rw/sub")), Default::default());
         Tree { base, policy }
     }
 
@@ -185,14 +185,14 @@ fn a_directory_holding_a_root_cannot_be_removed() {
         AllowedRoot { path: t.base.clone(), access: Access::Write },
         AllowedRoot { path: t.base.join("rw/ro_nested"), access: Access::Read },
     ];
-    let policy = Policy::new(roots, None);
+    let policy = Policy::new(roots, None, Default::default());
     let e = policy.resolve_remove(&t.path("$B/rw")).unwrap_err();
     assert!(matches!(e.reason, DenyReason::ContainsRoot { .. }), "{e:?}");
 }
 
 #[test]
 fn no_roots_allow_nothing() {
-    let policy = Policy::new(Vec::new(), None);
+    let policy = Policy::new(Vec::new(), None, Default::default());
     for raw in ["/", "/tmp", "relative.txt", "."] {
         let e = policy.resolve_read(raw).unwrap_err();
         assert!(matches!(e.reason, DenyReason::Outside { .. }), "{raw}: {e:?}");

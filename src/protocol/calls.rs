@@ -7,10 +7,13 @@ use std::future::{poll_fn, Future};
 use std::pin::pin;
 use std::sync::{Arc, Mutex};
 use std::task::Poll;
+use std::time::Instant;
 
 use serde_json::{json, Value};
 use tokio::task::JoinSet;
 
+use crate::audit::{AuditLog, Record};
+use crate::policy::Policy;
 use crate::progress::{Cancel, Progress};
 use crate::protocol::dispatch::{self, ToolCall};
 use crate::protocol::held::Held;
@@ -21,7 +24,7 @@ use crate::protocol::schedule::Schedule;
 use crate::protocol::scope::{Scope, Scopes};
 use crate::protocol::transport::Outbox;
 use crate::protocol::{lock, ToolErrors};
-use crate::tools::table::Runs;
+use crate::tools::table::{Runs, Tool};
 use crate::write_order::Turn;
 use crate::write_order::WriteTurn;
 
@@ -38,6 +41,7 @@ pub struct Calls {
     held: Arc<Held>,
     outbox: Outbox,
     tool_errors: ToolErrors,
+    audit: Option<Arc<AuditLog>>,
 }
 
 struct Registered {
@@ -56,6 +60,7 @@ impl Calls {
         held: Arc<Held>,
         outbox: Outbox,
         tool_errors: ToolErrors,
+        audit: Option<Arc<AuditLog>>,
     ) -> Calls {
         Calls {
             in_flight: Mutex::default(),
@@ -64,6 +69,7 @@ impl Calls {
             held,
             outbox,
             tool_errors,
+            audit,
         }
     }
 
@@ -287,6 +293,11 @@ impl Calls {
     /// line (without the newline).
     fn run_tool(&self, call: Call, budget: &LineAllowance) -> Option<String> {
         let Call { id, request, revision, scope, cancel, progress, turn } = call;
+        let audited = self
+            .audit
+            .as_ref()
+            .zip(request.as_ref().ok())
+            .map(|(log, request)| (log, Instant::now(), Audited::of(request, &scope.policy)));
         let started = turn.as_ref().is_none_or(|turn| turn.start(&cancel));
         let result = if !started || cancel.is_cancelled() {
             None
@@ -306,16 +317,74 @@ impl Calls {
             Some(result) if !cancel.is_cancelled() => result,
             _ => {
                 tracing::debug!(%id, "cancelled; no response");
+                if let Some((log, started, audited)) = audited {
+                    log.record(&audited.record(None, 0, started));
+                }
                 return None;
             }
         };
-        Some(match result {
+        let outcome = result.as_ref().map(|_| ()).map_err(|error| error.code);
+        let line = match result {
             Ok(reply) => reply::tool_line(&id, reply, revision, budget),
             Err(error) if self.tool_errors == ToolErrors::Result => {
                 reply::tool_line(&id, dispatch::error_result(&error), revision, budget)
             }
             Err(error) => jsonrpc::failure_line(&id, &error),
-        })
+        };
+        if let Some((log, started, audited)) = audited {
+            log.record(&audited.record(Some(outcome), line.len(), started));
+        }
+        Some(line)
+    }
+}
+
+/// What the audit log records of a call's request, taken before it runs.
+struct Audited {
+    tool: &'static str,
+    paths: Vec<String>,
+    command: Option<String>,
+    bytes_in: usize,
+}
+
+impl Audited {
+    /// The arguments that name paths, each resolved as a read would resolve it (as given
+    /// when the policy refuses it), and `execute_command`'s command text.
+    fn of(request: &ToolCall, policy: &Policy) -> Audited {
+        let mut paths = Vec::new();
+        let mut add = |raw: &str| match policy.resolve_read(raw) {
+            Ok(resolved) => paths.push(resolved.real.display().to_string()),
+            Err(_) => paths.push(raw.to_string()),
+        };
+        for key in ["path", "source", "destination", "directory", "workingDirectory"] {
+            if let Some(raw) = request.args.get(key).and_then(Value::as_str) {
+                add(raw);
+            }
+        }
+        if let Some(list) = request.args.get("paths").and_then(Value::as_array) {
+            list.iter().filter_map(Value::as_str).for_each(&mut add);
+        }
+        let command = (request.tool == Tool::ExecuteCommand)
+            .then(|| request.args.get("command").and_then(Value::as_str).map(str::to_string))
+            .flatten();
+        let bytes_in = request.args.to_string().len();
+        Audited { tool: request.tool.name(), paths, command, bytes_in }
+    }
+
+    fn record(
+        &self,
+        outcome: Option<Result<(), i32>>,
+        bytes_out: usize,
+        started: Instant,
+    ) -> Record<'_> {
+        Record {
+            tool: self.tool,
+            paths: self.paths.clone(),
+            command: self.command.as_deref(),
+            outcome,
+            bytes_in: self.bytes_in,
+            bytes_out,
+            duration: started.elapsed(),
+        }
     }
 }
 

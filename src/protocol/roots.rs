@@ -2,8 +2,11 @@
 //!
 //! The command line is the ceiling. Client roots narrow the allowed set to what lies inside it
 //! and never widen it: a root outside every command-line directory is ignored, and a root that
-//! holds command-line directories allows just those. With no directories on the command line,
-//! the first roots a client sends become the ceiling (and the sandbox is applied then).
+//! holds command-line directories allows just those. A list of roots none of which is usable (a
+//! missing directory, a regular file, a URI that is not `file://`) allows nothing until a usable
+//! list arrives: the client asked for less, so it never gets the whole ceiling back. With no
+//! directories on the command line, the first roots a client sends become the ceiling (and the
+//! sandbox is applied then).
 
 use std::path::PathBuf;
 
@@ -11,14 +14,28 @@ use serde_json::Value;
 
 use crate::policy::{canonical_root, deepest_root, Access, AllowedRoot, MAX_ROOTS};
 
+/// What a `roots/list` result asks for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClientRoots {
+    /// No roots at all (no folder open, or a result without a `roots` array): the client has
+    /// not asked for less, so the ceiling stands.
+    None,
+    /// The usable directories among the roots sent; empty when none was usable, which allows
+    /// nothing.
+    Dirs(Vec<PathBuf>),
+}
+
 /// The directories a `roots/list` result names: `file://` URIs of existing directories,
 /// canonical, in the client's order, at most `MAX_ROOTS` of them. Anything else is skipped
 /// with a warning.
-pub fn parse(result: &Value) -> Vec<PathBuf> {
+pub fn parse(result: &Value) -> ClientRoots {
     let Some(roots) = result.get("roots").and_then(Value::as_array) else {
         tracing::warn!(%result, "roots/list result without a roots array; ignored");
-        return Vec::new();
+        return ClientRoots::None;
     };
+    if roots.is_empty() {
+        return ClientRoots::None;
+    }
     let mut dirs: Vec<PathBuf> = Vec::new();
     if roots.len() > MAX_ROOTS {
         tracing::warn!(
@@ -41,15 +58,22 @@ pub fn parse(result: &Value) -> Vec<PathBuf> {
             Err(e) => tracing::warn!(path = %path.display(), "client root cannot be used: {e}"),
         }
     }
-    dirs
+    if dirs.is_empty() {
+        tracing::warn!(
+            "none of the client's {} roots is a usable directory: nothing is allowed until the client sends one",
+            roots.len()
+        );
+    }
+    ClientRoots::Dirs(dirs)
 }
 
-/// The allowed set for client roots `client` under `ceiling`. An empty `client` leaves the
-/// ceiling as it is (a client with no folder open has not asked for less).
-pub fn narrow(ceiling: &[AllowedRoot], client: &[PathBuf]) -> Vec<AllowedRoot> {
-    if client.is_empty() {
+/// The allowed set for client roots `client` under `ceiling`. [`ClientRoots::None`] leaves the
+/// ceiling as it is (a client with no folder open has not asked for less); roots none of which
+/// is usable allow nothing.
+pub fn narrow(ceiling: &[AllowedRoot], client: &ClientRoots) -> Vec<AllowedRoot> {
+    let ClientRoots::Dirs(client) = client else {
         return ceiling.to_vec();
-    }
+    };
     let mut out: Vec<AllowedRoot> = Vec::new();
     let mut add = |root: AllowedRoot| {
         if !out.iter().any(|r| r.path == root.path) {
@@ -127,8 +151,11 @@ mod tests {
     }
 
     #[track_caller]
-    fn check(ceiling: &[AllowedRoot], client: &[&str], expect: &[(&str, Access)]) {
-        let client: Vec<PathBuf> = client.iter().map(PathBuf::from).collect();
+    fn check(ceiling: &[AllowedRoot], client: Option<&[&str]>, expect: &[(&str, Access)]) {
+        let client = match client {
+            Some(dirs) => ClientRoots::Dirs(dirs.iter().map(PathBuf::from).collect()),
+            None => ClientRoots::None,
+        };
         let got = narrow(ceiling, &client);
         let expect: Vec<AllowedRoot> = expect.iter().map(|(p, a)| root(p, *a)).collect();
         assert_eq!(got, expect);
@@ -139,16 +166,17 @@ mod tests {
         use Access::{Read, Write};
         let ceiling = [root("/p", Write), root("/p/vendor", Read), root("/docs", Read)];
         // Inside: narrowed to the client's directory, with the access of the root holding it.
-        check(&ceiling, &["/p/src"], &[("/p/src", Write)]);
-        check(&ceiling, &["/docs/api"], &[("/docs/api", Read)]);
-        check(&ceiling, &["/p/vendor/x"], &[("/p/vendor/x", Read)]);
+        check(&ceiling, Some(&["/p/src"]), &[("/p/src", Write)]);
+        check(&ceiling, Some(&["/docs/api"]), &[("/docs/api", Read)]);
+        check(&ceiling, Some(&["/p/vendor/x"]), &[("/p/vendor/x", Read)]);
         // The same directory: nested command-line roots keep their own access.
-        check(&ceiling, &["/p"], &[("/p", Write), ("/p/vendor", Read)]);
+        check(&ceiling, Some(&["/p"]), &[("/p", Write), ("/p/vendor", Read)]);
         // Outside: ignored; a client root above command-line ones allows just those.
-        check(&ceiling, &["/etc"], &[]);
-        check(&ceiling, &["/"], &[("/p", Write), ("/p/vendor", Read), ("/docs", Read)]);
-        check(&ceiling, &["/pp"], &[]);
-        // No roots: the command line stands.
-        check(&ceiling, &[], &[("/p", Write), ("/p/vendor", Read), ("/docs", Read)]);
+        check(&ceiling, Some(&["/etc"]), &[]);
+        check(&ceiling, Some(&["/"]), &[("/p", Write), ("/p/vendor", Read), ("/docs", Read)]);
+        check(&ceiling, Some(&["/pp"]), &[]);
+        // No roots: the command line stands. Roots none of which was usable: nothing.
+        check(&ceiling, None, &[("/p", Write), ("/p/vendor", Read), ("/docs", Read)]);
+        check(&ceiling, Some(&[]), &[]);
     }
 }

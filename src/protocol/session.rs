@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 
+use crate::audit::AuditLog;
 use crate::memory;
 use crate::policy::Policy;
 use crate::protocol::calls::{Calls, Job};
@@ -33,6 +34,8 @@ pub struct Options {
     pub deferred_sandbox: Option<Sandbox>,
     /// `--read-only`: a client's first roots become read-only directories, not read-write.
     pub read_only: bool,
+    /// `--audit-log`: a line per tool call.
+    pub audit: Option<Arc<AuditLog>>,
 }
 
 pub struct Session {
@@ -47,6 +50,8 @@ pub struct Session {
     /// The call path: the tool calls in flight, where they run, and their write turns.
     calls: Arc<Calls>,
     tools_lists: ToolsLists,
+    /// Told the client's name and version at `initialize`.
+    audit: Option<Arc<AuditLog>>,
 }
 
 #[derive(Default)]
@@ -76,8 +81,14 @@ pub fn serve(policy: Policy, settings: Arc<Settings>, options: Options) {
     let scopes =
         Arc::new(Scopes::new(policy, settings, options.deferred_sandbox, options.read_only));
     let held = Arc::new(Held::new(outbox.clone(), std::thread::current().id()));
-    let calls =
-        Calls::new(Arc::clone(&scopes), Arc::clone(&held), outbox.clone(), options.tool_errors);
+    let audit = options.audit.clone();
+    let calls = Calls::new(
+        Arc::clone(&scopes),
+        Arc::clone(&held),
+        outbox.clone(),
+        options.tool_errors,
+        options.audit,
+    );
     let session = Arc::new(Session {
         scopes,
         tool_errors: options.tool_errors,
@@ -86,6 +97,7 @@ pub fn serve(policy: Policy, settings: Arc<Settings>, options: Options) {
         client: Mutex::new(Client::default()),
         calls: Arc::new(calls),
         tools_lists: ToolsLists::default(),
+        audit,
     });
     let _ = hook.set(Arc::downgrade(&session));
     let each = |line| {
@@ -276,6 +288,12 @@ impl Session {
         let mut client = lock(&self.client);
         client.revision = Some(revision);
         client.has_roots = params.pointer("/capabilities/roots").is_some_and(Value::is_object);
+        if let Some(audit) = &self.audit {
+            let info = |key: &str| {
+                params.pointer(&format!("/clientInfo/{key}")).and_then(Value::as_str).unwrap_or("")
+            };
+            audit.set_client(info("name"), info("version"));
+        }
         json!({
             "protocolVersion": revision.as_str(),
             "capabilities": {"tools": {"listChanged": false}},

@@ -28,6 +28,8 @@
 mod capabilities;
 pub mod grants;
 #[cfg(target_os = "linux")]
+mod hidden;
+#[cfg(target_os = "linux")]
 mod landlock;
 #[cfg(target_os = "linux")]
 mod namespace;
@@ -43,6 +45,7 @@ pub mod tmp;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use crate::policy::deny::DenyRules;
 use crate::policy::AllowedRoot;
 use tmp::CommandTmp;
 
@@ -56,6 +59,8 @@ pub struct SandboxConfig {
     pub extra_write: Vec<PathBuf>,
     /// `--sandbox-strict`: no toolchain grants (`grants::toolchains`).
     pub strict: bool,
+    /// `--deny` and the default rules: what existed of them at start is hidden from commands.
+    pub deny: Arc<DenyRules>,
 }
 
 impl SandboxConfig {
@@ -260,8 +265,9 @@ impl Sandbox {
             Pending::Namespace => {
                 let overlays = tmp.map(|t| cache_overlays(roots, t, &grants)).unwrap_or_default();
                 let layers = tmp.map(tmp::layers);
-                match namespace::create(&places(roots, tmp, &grants), &overlays, layers.as_deref())
-                {
+                let hidden = hidden::find(roots, &self.config.deny);
+                let places = places(roots, tmp, &grants);
+                match namespace::create(&places, &overlays, layers.as_deref(), &hidden) {
                     Ok((entry, fresh)) => {
                         let overlays = mounted_overlays(overlays, &fresh.overlaid);
                         (Isolation::Namespace, Some(Arc::new(entry)), overlays, fresh)
@@ -605,7 +611,29 @@ pub fn describe(
         let _ = write!(out, " ~/{rel}");
     }
     out.push_str(".\nThe file tools reach only the allowed directories.\n");
+    describe_deny(&mut out, &config.deny);
     out
+}
+
+/// The deny rules, for `replay sandbox`.
+fn describe_deny(out: &mut String, deny: &DenyRules) {
+    use std::fmt::Write;
+    if deny.is_empty() {
+        out.push_str("No deny rules (--no-default-deny): secrets in the allowed directories are reachable.\n");
+        return;
+    }
+    out.push_str(
+        "Hidden inside the allowed directories, from the file tools and from commands (deny \
+         rules: --deny adds one, --no-default-deny drops the defaults):\n",
+    );
+    for rule in deny.rules() {
+        let origin = if rule.default { "default" } else { "--deny" };
+        let _ = writeln!(out, "  {:<20} ({origin})", rule.glob);
+    }
+    out.push_str(
+        "Commands see an empty, unreadable file or directory over each match that exists when \
+         the server starts (at most 4096 of them); what a command creates later is not hidden.\n",
+    );
 }
 
 /// What commands may reach, by path: the roots, their TMPDIR, the system and the grants.

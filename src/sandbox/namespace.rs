@@ -31,6 +31,11 @@
 //! - Without, a user namespace as well, mapping only the user's own uid and gid: files of other
 //!   users show as owned by 65534 to commands.
 //!
+//! Over each path a deny rule hides (`hidden`), an empty read-only place: for a directory a
+//! tmpfs of mode 000, for a file a copy of `/dev/null` mounted `nodev` (so opening it fails
+//! with `EACCES`). A mount point cannot be removed or renamed (`EBUSY`), and a hard link to it
+//! crosses mounts (`EXDEV`), so a command cannot move the secret out from under its cover.
+//!
 //! Mounts propagate from the host into the namespace, never out (`MS_SLAVE`): a filesystem the
 //! host unmounts is released, not pinned while the server runs. The price: one the host mounts
 //! later appears with the host's flags.
@@ -47,6 +52,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use super::capabilities::{self, Capabilities};
+use super::hidden::Hidden;
 
 /// A place that keeps its own access inside the namespace.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -96,12 +102,14 @@ pub struct Namespaces {
 /// Then mounts each of `overlays` over its target, and gives the root of each as it is in the
 /// namespace (for the Landlock rules: an overlay's files are no files of the real directory).
 /// An overlay that cannot be mounted (a cache on a filesystem overlayfs refuses, such as NFS)
-/// is skipped, not the namespace: `Fresh::overlaid` says which. Last, `hidden` (the overlays'
-/// own layers, which only the overlays write) is covered by an empty read-only tmpfs.
+/// is skipped, not the namespace: `Fresh::overlaid` says which. Then `layers` (the overlays'
+/// own layers, which only the overlays write) is covered by an empty read-only tmpfs, and last
+/// each of `hidden` (what deny rules hide) by an empty, unreadable file or directory.
 pub fn create(
     places: &[Place],
     overlays: &[Overlay],
-    hidden: Option<&Path>,
+    layers: Option<&Path>,
+    hidden: &[Hidden],
 ) -> Result<(Namespaces, Fresh), String> {
     let caps = Capabilities::current().map_err(|e| format!("capget: {e}"))?;
     let user =
@@ -145,16 +153,23 @@ pub fn create(
             errno: 0,
         });
     }
-    let hidden = match hidden {
+    let layers = match layers {
         Some(path) => Some(
             CString::new(path.as_os_str().as_bytes())
                 .map_err(|_| format!("{}: a NUL in the path", path.display()))?,
         ),
         None => None,
     };
+    let mut covers = Vec::with_capacity(hidden.len());
+    for place in hidden {
+        let path = CString::new(place.path.as_os_str().as_bytes())
+            .map_err(|_| format!("{}: a NUL in the path", place.path.display()))?;
+        covers.push(Cover { path, dir: place.dir, errno: 0 });
+    }
     let mut job = Job {
         maps: maps.as_ref(),
-        hidden: hidden.as_deref(),
+        layers: layers.as_deref(),
+        covers: &mut covers,
         overlays: &mut layered,
         devices: [-1; 3],
         read_only_root: plan.read_only_root,
@@ -178,6 +193,19 @@ pub fn create(
             errno => Err(io::Error::from_raw_os_error(errno).to_string()),
         })
         .collect();
+    let uncovered: Vec<String> = job
+        .covers
+        .iter()
+        .zip(hidden)
+        .filter(|(c, _)| c.errno != 0)
+        .map(|(c, h)| format!("{}: {}", h.path.display(), io::Error::from_raw_os_error(c.errno)))
+        .collect();
+    if !uncovered.is_empty() {
+        tracing::warn!(
+            ?uncovered,
+            "deny rules: commands can see these paths, which could not be covered"
+        );
+    }
     // SAFETY: the helper opened these in the table it shares with this process, for it.
     let roots = job
         .overlays
@@ -258,7 +286,9 @@ struct Job<'a> {
     /// The id maps to write (uid map, setgroups, gid map): with a user namespace.
     maps: Option<&'a [String; 3]>,
     /// A directory to cover with an empty read-only tmpfs once the overlays are mounted.
-    hidden: Option<&'a CStr>,
+    layers: Option<&'a CStr>,
+    /// The paths deny rules hide, each covered after the places and overlays.
+    covers: &'a mut [Cover],
     read_only_root: bool,
     binds: &'a mut [Bind],
     overlays: &'a mut [Layered],
@@ -281,6 +311,14 @@ struct Bind {
     writable: bool,
     /// Its detached copy; -1 until made.
     tree: RawFd,
+}
+
+/// A path to cover with an empty place, prepared before the helper runs.
+struct Cover {
+    path: CString,
+    dir: bool,
+    /// The error number covering it failed with; 0 if it did not.
+    errno: i32,
 }
 
 /// An overlay to mount over its lower layer's path, prepared before the helper runs.
@@ -415,7 +453,7 @@ impl Job<'_> {
                 overlay.errno = e.raw_os_error().unwrap_or(libc::EIO);
             }
         }
-        if let Some(path) = self.hidden {
+        if let Some(path) = self.layers {
             // The overlays keep their layers by reference; only the path is covered. Failing,
             // it stays as Landlock leaves it (list and remove).
             let flags = libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
@@ -428,6 +466,13 @@ impl Job<'_> {
                     c"mode=0500,size=4k".as_ptr().cast(),
                 )
             };
+        }
+        // A path that cannot be covered (gone since the walk, or turned into a symlink) is
+        // reported, not fatal: the other covers still hold.
+        for cover_one in self.covers.iter_mut() {
+            if let Err(e) = cover(cover_one) {
+                cover_one.errno = e.raw_os_error().unwrap_or(libc::EIO);
+            }
         }
         private_devices(&mut self.devices);
         // SAFETY: a plain system call; the helper starts no process, so it changes nothing.
@@ -667,6 +712,89 @@ fn mount_overlay(overlay: &mut Layered) -> io::Result<()> {
     Ok(())
 }
 
+/// Covers one hidden path: an empty tmpfs of mode 000 over a directory, a `nodev` copy of
+/// `/dev/null` over anything else; read-only, `noexec`, `nosuid`. The target is opened following
+/// no symlink, so a link put in its place since the walk is not followed out.
+fn cover(cover: &Cover) -> io::Result<()> {
+    let attr = libc::MOUNT_ATTR_RDONLY
+        | libc::MOUNT_ATTR_NODEV
+        | libc::MOUNT_ATTR_NOEXEC
+        | libc::MOUNT_ATTR_NOSUID;
+    let tree = if cover.dir {
+        // SAFETY (here and below): plain system calls on NUL-terminated strings and
+        // descriptors this function owns.
+        let fs = unsafe { libc::syscall(libc::SYS_fsopen, c"tmpfs".as_ptr(), FSOPEN_CLOEXEC) };
+        if fs < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let fs = fs as RawFd;
+        let made = check(unsafe {
+            libc::syscall(
+                libc::SYS_fsconfig,
+                fs,
+                FSCONFIG_SET_STRING,
+                c"mode".as_ptr(),
+                c"0".as_ptr(),
+                0,
+            )
+        } as libc::c_int)
+        .and_then(|()| {
+            check(unsafe {
+                libc::syscall(
+                    libc::SYS_fsconfig,
+                    fs,
+                    FSCONFIG_CMD_CREATE,
+                    std::ptr::null::<libc::c_char>(),
+                    std::ptr::null::<libc::c_void>(),
+                    0,
+                )
+            } as libc::c_int)
+        })
+        .and_then(|()| {
+            let mnt = unsafe {
+                libc::syscall(libc::SYS_fsmount, fs, FSMOUNT_CLOEXEC, attr as libc::c_uint)
+            };
+            if mnt < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            Ok(mnt as RawFd)
+        });
+        unsafe { libc::close(fs) };
+        made?
+    } else {
+        let flags = libc::OPEN_TREE_CLONE | libc::OPEN_TREE_CLOEXEC;
+        let tree = unsafe {
+            libc::syscall(libc::SYS_open_tree, libc::AT_FDCWD, c"/dev/null".as_ptr(), flags)
+        };
+        if tree < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let tree = tree as RawFd;
+        if let Err(e) = set_attr(tree, c"", libc::AT_EMPTY_PATH, attr) {
+            unsafe { libc::close(tree) };
+            return Err(e);
+        }
+        tree
+    };
+    let target = match open_no_symlinks(&cover.path, cover.dir) {
+        Ok(fd) => fd,
+        Err(e) => {
+            unsafe { libc::close(tree) };
+            return Err(e);
+        }
+    };
+    let flags = libc::MOVE_MOUNT_F_EMPTY_PATH | libc::MOVE_MOUNT_T_EMPTY_PATH;
+    let rc = unsafe {
+        libc::syscall(libc::SYS_move_mount, tree, c"".as_ptr(), target, c"".as_ptr(), flags)
+    };
+    let attached = check(rc as libc::c_int);
+    unsafe {
+        libc::close(target);
+        libc::close(tree);
+    }
+    attached
+}
+
 /// Attaches the detached `tree` over the directory at `path`, looked up now (through the
 /// mounts attached before it).
 fn attach(tree: RawFd, path: &CStr) -> io::Result<()> {
@@ -692,8 +820,14 @@ struct RawOpenHow {
 /// The directory at `path` (`O_PATH`), following no symlink: the places are canonical paths,
 /// so one met means the tree changed since they were checked.
 pub(super) fn open_dir(path: &CStr) -> io::Result<RawFd> {
+    open_no_symlinks(path, true)
+}
+
+/// The directory (or, unless `dir`, the file) at `path`, as [`open_dir`] opens it.
+fn open_no_symlinks(path: &CStr, dir: bool) -> io::Result<RawFd> {
+    let only_dir = if dir { libc::O_DIRECTORY } else { libc::O_NOFOLLOW };
     let how = RawOpenHow {
-        flags: (libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC) as u64,
+        flags: (libc::O_PATH | only_dir | libc::O_CLOEXEC) as u64,
         mode: 0,
         resolve: libc::RESOLVE_NO_SYMLINKS,
     };

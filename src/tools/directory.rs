@@ -17,6 +17,7 @@ use crate::policy::ResolvedPath;
 use crate::reply_size::{escaped_len, Budget, JsonObject};
 use crate::tools::time::iso8601_utc;
 use crate::tools::{Ctx, Output, Structured};
+use crate::walk::{self, Hiding};
 
 mod listing;
 pub mod tree;
@@ -72,14 +73,18 @@ fn read_listing(
     order: SortBy,
     stat: bool,
     budget: Budget,
-) -> Result<Listing, ToolError> {
+) -> Result<(Listing, u64), ToolError> {
     let failed = |e| ToolError::io("list directory", &dir.shown, e);
     let handle = dir.open_dir().map_err(failed)?;
     let mut listing = Listing::new(order, budget.left());
+    let hiding = Hiding::new(dir);
     confined::for_each_entry(handle.as_fd(), |name, kind| {
         let bytes = name.as_encoded_bytes();
         if bytes.starts_with(TEMP_PREFIX.as_bytes()) {
             // A write in progress (or one a crash left behind): not the user's file.
+            return;
+        }
+        if hiding.hides(&dir.real.join(name), true) {
             return;
         }
         let (mut size, mut modified) = (None, None);
@@ -94,7 +99,7 @@ fn read_listing(
         listing.add(bytes, kind, size, modified);
     })
     .map_err(failed)?;
-    Ok(listing.finish())
+    Ok((listing.finish(), hiding.denied.into_inner()))
 }
 
 pub fn list_directory(ctx: &Ctx, args: ListArgs) -> Result<Output, ToolError> {
@@ -102,15 +107,20 @@ pub fn list_directory(ctx: &Ctx, args: ListArgs) -> Result<Output, ToolError> {
     let show_sizes = args.with_sizes || args.sort_by == SortBy::Size;
     let show_times = args.sort_by == SortBy::Modified;
     let budget = ctx.settings.budget();
-    let listing = read_listing(&resolved, args.sort_by, show_sizes || show_times, budget)?;
+    let (listing, denied) =
+        read_listing(&resolved, args.sort_by, show_sizes || show_times, budget)?;
     let path = resolved.shown.display().to_string();
     if listing.len() == 0 && listing.left_out.count == 0 {
         let mut data = JsonObject::default();
         data.field("entries").raw("[]");
         data.field("path").string(&path);
+        let text = match walk::hidden_note(denied) {
+            Some(note) => format!("(empty directory)\n{note}"),
+            None => "(empty directory)".to_string(),
+        };
         return Ok(Output {
             structured: Some(Structured::Json(data.finish())),
-            ..Output::text("(empty directory)")
+            ..Output::text(text)
         });
     }
     // Each entry is in the reply twice, a line of the text and an object of the structured
@@ -138,6 +148,10 @@ pub fn list_directory(ctx: &Ctx, args: ListArgs) -> Result<Output, ToolError> {
             listing.left_out.count,
             budget.name()
         ));
+    }
+    if let Some(note) = walk::hidden_note(denied) {
+        text.push_str(&note);
+        text.push('\n');
     }
     if show_sizes {
         text.push_str(&totals(&listing));

@@ -92,7 +92,7 @@ pub fn edit_files(ctx: &Ctx, args: EditFilesArgs) -> Result<Output, ToolError> {
         if walk::glob::is_glob(entry) {
             let (matched, summary) = expand_glob(ctx, entry, args.dry_run)?;
             files.extend(matched);
-            too_long.too_long += summary.too_long;
+            too_long.add(summary);
         } else {
             files.push(resolve(ctx, entry, args.dry_run)?);
         }

@@ -24,9 +24,10 @@ mod write;
 use serde_json::Value;
 
 use crate::error::ToolError;
-use crate::policy::{Policy, ResolvedPath};
+use crate::policy::{Denied, DenyReason, Policy, ResolvedPath};
 use crate::progress::{Cancel, Progress};
 use crate::reply_size::Budget;
+use crate::walk::WalkOptions;
 use crate::write_order::WriteTurn;
 
 use self::table::Tool;
@@ -161,6 +162,43 @@ pub fn resolve_dir(ctx: &Ctx, raw: &str, op: &'static str) -> Result<ResolvedPat
         return Err(ToolError::NotADirectory { path: dir.shown });
     }
     Ok(dir)
+}
+
+/// Refuses to move a directory that holds entries a deny rule with a `/` hides (under another
+/// name they could fall out from under the rule: `config/prod.yaml` once `config` is `cfg`).
+/// Name rules (`.env`) match wherever an entry goes, and the commands' cover over it moves with
+/// its directory, so only path rules cost this walk of the directory.
+pub fn refuse_moving_hidden(ctx: &Ctx, source: &ResolvedPath) -> Result<(), ToolError> {
+    if !ctx.policy.deny_rules().has_path_rules() {
+        return Ok(());
+    }
+    refuse_holding_hidden(ctx, source)
+}
+
+/// Refuses to copy a directory that holds entries any deny rule hides: the copies would be new
+/// files, which the commands' namespace (covering what existed at start) does not cover.
+pub fn refuse_copying_hidden(ctx: &Ctx, source: &ResolvedPath) -> Result<(), ToolError> {
+    if ctx.policy.deny_rules().is_empty() {
+        return Ok(());
+    }
+    refuse_holding_hidden(ctx, source)
+}
+
+fn refuse_holding_hidden(ctx: &Ctx, source: &ResolvedPath) -> Result<(), ToolError> {
+    if !source.metadata().is_ok_and(|m| m.is_dir()) {
+        return Ok(());
+    }
+    let options = WalkOptions { cancel: Some(ctx.cancel), ..WalkOptions::default() };
+    // A directory that cannot be read holds nothing the move could expose that a read could
+    // reach: the tool's own error says why it failed.
+    let Ok(summary) = crate::walk::visit(source, &options, || |_: crate::walk::Entry| {}) else {
+        return Ok(());
+    };
+    if summary.denied == 0 {
+        return Ok(());
+    }
+    let reason = DenyReason::HoldsHidden { n: summary.denied };
+    Err(ToolError::from(Denied { path: source.shown.clone(), reason }))
 }
 
 /// Whether `destination` is `source` itself or lies inside it, where copy_file and move_file

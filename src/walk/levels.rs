@@ -20,7 +20,7 @@ use nix::sys::stat::Mode;
 
 use super::first::{self, First};
 use super::gitignore::Ignores;
-use super::{peek, Admission, Summary, WalkOptions};
+use super::{peek, Admission, Hiding, Summary, WalkOptions};
 use crate::policy::confined;
 use crate::policy::confined::Kind;
 use crate::policy::ResolvedPath;
@@ -137,6 +137,7 @@ pub fn breadth_first(
         options,
         rel_start: root_bytes.len() + usize::from(!root_bytes.ends_with(b"/")),
         too_long: AtomicU64::new(0),
+        hiding: Hiding::new(root),
     };
     let mut levels = Levels::default();
     // Per node, the `.gitignore` rules of the directory holding it, until it is read.
@@ -187,7 +188,8 @@ pub fn breadth_first(
     for (j, more) in walk.peek_all(&handle, &root.real, peeks) {
         levels.nodes[j].children.more = more;
     }
-    levels.summary = Summary { too_long: walk.too_long.into_inner() };
+    levels.summary =
+        Summary { too_long: walk.too_long.into_inner(), denied: walk.hiding.denied.into_inner() };
     Ok(levels)
 }
 
@@ -216,6 +218,7 @@ struct Walk<'a, 's> {
     options: &'a WalkOptions<'s>,
     rel_start: usize,
     too_long: AtomicU64,
+    hiding: Hiding<'a>,
 }
 
 /// A directory's entries as the walk reports them, sorted by name, the first its room could
@@ -237,6 +240,8 @@ impl<'s> Walk<'_, 's> {
             dir: path,
             rel_start: self.rel_start,
             too_long: &self.too_long,
+            hiding: &self.hiding,
+            count_hidden: true,
         }
     }
 
@@ -262,8 +267,11 @@ impl<'s> Walk<'_, 's> {
             let rules = parent_rules.map(|parent| Ignores::for_dir(&dir, &path, parent));
             // Left-out entries met here are not counted: nothing near them is shown.
             let uncounted = AtomicU64::new(0);
-            let admission =
-                Admission { too_long: &uncounted, ..self.admission(&path, rules.as_deref()) };
+            let admission = Admission {
+                too_long: &uncounted,
+                count_hidden: false,
+                ..self.admission(&path, rules.as_deref())
+            };
             let more =
                 peek::has_entry(dir.as_fd(), |name, kind| admission.admit(name, kind).is_some());
             (j, more.unwrap_or(false))

@@ -81,7 +81,7 @@ pub(crate) fn kernel_has_landlock() -> bool {
 /// Whether `user` can make a user and mount namespace here (the namespace layer needs it; as
 /// root, a mount namespace alone).
 #[expect(clippy::disallowed_methods, reason = "probing the kernel with unshare(1)")]
-fn namespaces_work(user: User) -> bool {
+pub(crate) fn namespaces_work(user: User) -> bool {
     let Some(unshare) = system_program("unshare") else { return false };
     let mut cmd = match privileges(user) {
         Some(mut setpriv) => {

@@ -18,6 +18,10 @@ mod policy;
 mod races;
 // Client roots narrowing the command line's directories; a root removed or replaced mid-run.
 mod roots;
+// Deny rules: secrets hidden from the file tools and the commands.
+mod deny;
+// The audit log: a JSON line per tool call.
+mod audit;
 
 // The file tools, one module per tool or family.
 // read_file and read_multiple_files: exact text, binary blobs, limits and errors.

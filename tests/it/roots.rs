@@ -22,6 +22,13 @@ pub(crate) fn initialize_with_roots(server: &mut Server) {
 
 /// Waits for the server's `roots/list` request and answers it with `dirs`.
 pub(crate) fn answer_roots(server: &mut Server, dirs: &[String]) {
+    let uris: Vec<String> =
+        dirs.iter().map(|d| format!("file://{}", d.replace(' ', "%20"))).collect();
+    answer_root_uris(server, &uris);
+}
+
+/// Waits for the server's `roots/list` request and answers it with `uris`.
+fn answer_root_uris(server: &mut Server, uris: &[String]) {
     let request = loop {
         let message = server.next_message();
         if message.value["method"] == "roots/list" {
@@ -30,10 +37,7 @@ pub(crate) fn answer_roots(server: &mut Server, dirs: &[String]) {
     };
     let id = request.value["id"].clone();
     assert!(id.is_string() || id.is_number(), "{}", request.line);
-    let roots: Vec<Value> = dirs
-        .iter()
-        .map(|d| json!({"uri": format!("file://{}", d.replace(' ', "%20")), "name": "r"}))
-        .collect();
+    let roots: Vec<Value> = uris.iter().map(|uri| json!({"uri": uri, "name": "r"})).collect();
     server.send(&json!({"jsonrpc": "2.0", "id": id, "result": {"roots": roots}}));
 }
 
@@ -94,6 +98,46 @@ fn without_directories_the_first_roots_become_the_allowed_set() {
     answer_roots(&mut server, &[env.p("")]);
     server.call_err("read_file", json!({"path": env.p("root/other.txt")}), -32001);
     assert_eq!(server.call_text("read_file", json!({"path": env.p("root/w/a.txt")})), "A");
+}
+
+/// Roots none of which is usable allow nothing, never the whole command line: a missing
+/// directory, a regular file, a URI that is not `file://`, and a root that was usable, was
+/// deleted (by a command, say) and is sent again.
+#[test]
+fn r26_unusable_client_roots_allow_nothing() {
+    let env = TestEnv::new(&["root/sub"], &[("root/a.txt", "A"), ("root/sub/b.txt", "B")]);
+    let allow = format!("{}:rw", env.p("root"));
+    let file_uri = |rel: &str| format!("file://{}", env.p(rel));
+    for (case, uri) in [
+        ("missing directory", file_uri("root/gone")),
+        ("regular file", file_uri("root/a.txt")),
+        ("non-file URI", "https://example.com/root".to_string()),
+    ] {
+        let mut server = Server::spawn(["--mcp-server", "--allow", &allow]);
+        initialize_with_roots(&mut server);
+        answer_root_uris(&mut server, &[uri]);
+        let error = server.call_err("read_file", json!({"path": env.p("root/a.txt")}), -32001);
+        assert!(error.message.contains("outside the allowed directories"), "{case}: {error:?}");
+        let listed = allowed(&mut server);
+        assert!(!listed.contains(&env.p("root")), "{case}: {listed}");
+        let stderr = server.stderr();
+        assert!(
+            stderr.contains("nothing is allowed until the client sends one"),
+            "{case}: {stderr}"
+        );
+    }
+
+    let mut server = Server::spawn(["--mcp-server", "--allow", &allow]);
+    initialize_with_roots(&mut server);
+    answer_roots(&mut server, &[env.p("root/sub")]);
+    assert_eq!(server.call_text("read_file", json!({"path": env.p("root/sub/b.txt")})), "B");
+    server.call_err("read_file", json!({"path": env.p("root/a.txt")}), -32001);
+    fs::remove_dir_all(env.path("root/sub")).unwrap();
+    server.notify("notifications/roots/list_changed", json!({}));
+    answer_roots(&mut server, &[env.p("root/sub")]);
+    server.call_err("read_file", json!({"path": env.p("root/a.txt")}), -32001);
+    server.call_err("write_file", json!({"path": env.p("root/c.txt"), "content": "c"}), -32001);
+    assert!(!env.path("root/c.txt").exists());
 }
 
 /// `initialized` inside a batch (answered off the reading thread) still gets roots asked for at

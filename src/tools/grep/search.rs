@@ -68,7 +68,7 @@ pub(super) fn search(
             }
         });
         let summary = searched.map_err(|e| ToolError::io("search", &scope.root.shown, e))?;
-        too_long.too_long += summary.too_long;
+        too_long.add(summary);
     }
     let mut kept = kept.into_inner().unwrap_or_else(|e| e.into_inner());
     let mut truncated = kept.truncated;

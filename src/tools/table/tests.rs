@@ -113,7 +113,11 @@ fn tree() -> (PathBuf, Policy) {
     std::fs::write(base.join("dir/f.txt"), "f").unwrap();
     std::os::unix::fs::symlink("dir", base.join("alias")).unwrap();
     let base = std::fs::canonicalize(&base).unwrap();
-    let policy = Policy::new(vec![AllowedRoot { path: base.clone(), access: Access::Write }], None);
+    let policy = Policy::new(
+        vec![AllowedRoot { path: base.clone(), access: Access::Write }],
+        None,
+        Default::default(),
+    );
     (base, policy)
 }
 
