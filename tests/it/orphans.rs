@@ -284,3 +284,45 @@ fn r23_kill_and_the_shells_exit_end_a_sessions_setsid_children() {
     wait_running(&exited);
     assert_none_left("a session's setsid children after its shell exited", &exited);
 }
+
+/// A server the user runs outside the sandbox (tmux, here) listens on a Unix socket by path,
+/// which neither Landlock nor the read-only mount namespace closes (connect needs no write on
+/// the socket file's filesystem). A command that asks it to run a process would get one
+/// outside the sandbox and its PID namespace, which outlives the server. The namespace covers
+/// tmux's directory (`tmux-<uid>`) with an empty tmpfs.
+#[test]
+#[expect(clippy::disallowed_methods, reason = "the user's own tmux server, outside the sandbox")]
+fn a_command_cannot_start_a_process_through_the_users_tmux() {
+    let tmux = Command::new("tmux").arg("-V").output().is_ok_and(|o| o.status.success());
+    if !require("tmux", tmux) {
+        return;
+    }
+    let env = TestEnv::new(&[], &[]);
+    // tmux's own place for its socket, as a user's tmux has it.
+    let name =
+        env.root().parent().and_then(|b| b.file_name()).map(|n| n.to_string_lossy().into_owned());
+    let name = name.expect("the test's directory has a name");
+    let started = Command::new("tmux")
+        .args(["-L", &name, "new-session", "-d", "sleep 600"])
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(started, "the user's tmux server did not start");
+    let socket = Command::new("tmux")
+        .args(["-L", &name, "display-message", "-p", "#{socket_path}"])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+        .expect("asking tmux for its socket");
+    let markers = markers(17);
+    let mut server = Server::start(&env);
+    let ask = format!("tmux -S '{socket}' new-window -d 'sleep {}'", markers[0]);
+    server.call("execute_command", json!({"command": ask}));
+    let pid = Pid::from_raw(server.pid() as i32);
+    kill(pid, Signal::SIGKILL).expect("signalling replay");
+    drop(server);
+    let left = running(&markers);
+    for (pid, _) in &left {
+        let _ = kill(Pid::from_raw(*pid as i32), Signal::SIGKILL);
+    }
+    let _ = Command::new("tmux").args(["-L", &name, "kill-server"]).status();
+    assert!(left.is_empty(), "a process started through tmux outlived the server: {left:?}");
+}
