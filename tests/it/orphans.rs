@@ -204,6 +204,39 @@ fn r23_setsid_children_die_when_the_server_gets_sigkill() {
     foreground_escapees_die_when_server_gets(Signal::SIGKILL, 11);
 }
 
+/// The seccomp fallback (no namespace, so no PID namespace): the command's init is its
+/// subreaper, which the `setsid` children are handed to, and which kills them when the server
+/// goes.
+#[cfg(target_os = "linux")]
+fn fallback_escapees_die_when_server_gets(signal: Signal, row: u32) {
+    let env = TestEnv::new(&[], &[]);
+    let markers = markers(row);
+    let mut cmd = harness::replay_command();
+    let allow = format!("{}:rw", harness::path_str(&env.root()));
+    cmd.args(["--mcp-server", "--allow", &allow]).env("REPLAY_COMMAND_ISOLATION", "seccomp");
+    let mut server = Server::from_command(cmd);
+    server.initialize("2025-06-18");
+    let args = json!({"command": escaping(&markers), "timeout": 60});
+    server.send(&json!({"jsonrpc": "2.0", "id": 70, "method": "tools/call",
+        "params": {"name": "execute_command", "arguments": args}}));
+    wait_running(&markers);
+    kill(Pid::from_raw(server.pid() as i32), signal).expect("signalling replay");
+    drop(server);
+    assert_none_left(&format!("setsid children without a PID namespace, {signal}"), &markers);
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn setsid_children_die_with_the_server_in_the_seccomp_fallback_sigkill() {
+    fallback_escapees_die_when_server_gets(Signal::SIGKILL, 18);
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn setsid_children_die_with_the_server_in_the_seccomp_fallback_sigterm() {
+    fallback_escapees_die_when_server_gets(Signal::SIGTERM, 19);
+}
+
 /// A session's escaped processes, its shell still running: the server exits at the end of its
 /// stdin (sessions do not hold it), or is SIGKILLed.
 fn session_escapees_die_when_server_ends(sigkill: bool, row: u32) {
