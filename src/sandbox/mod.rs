@@ -265,9 +265,24 @@ impl Sandbox {
             Pending::Namespace => {
                 let overlays = tmp.map(|t| cache_overlays(roots, t, &grants)).unwrap_or_default();
                 let layers = tmp.map(tmp::layers);
-                let hidden = hidden::find(roots, &self.config.deny);
                 let places = places(roots, tmp, &grants);
-                match namespace::create(&places, &overlays, layers.as_deref(), &hidden) {
+                // What the rules let commands reach stays in sight under a mask.
+                let keep: Vec<_> = grants
+                    .iter()
+                    .map(|g| g.path.clone())
+                    .chain(overlays.iter().map(|o| o.target.clone()))
+                    .collect();
+                let masks = socket_dirs();
+                let hidden = hidden::find(roots, &self.config.deny);
+                let made = namespace::create(
+                    &places,
+                    &keep,
+                    &masks,
+                    &overlays,
+                    layers.as_deref(),
+                    &hidden,
+                );
+                match made {
                     Ok((entry, fresh)) => {
                         let overlays = mounted_overlays(overlays, &fresh.overlaid);
                         (Isolation::Namespace, Some(Arc::new(entry)), overlays, fresh)
@@ -429,6 +444,46 @@ fn places(
         .chain(DEV_DIRS.iter().map(std::path::Path::new))
         .map(|path| namespace::Place { path: path.to_path_buf(), writable: true });
     own.chain(between).chain(writable).collect()
+}
+
+/// Where servers outside the sandbox keep the Unix sockets they listen on by path (tmux's
+/// `/tmp/tmux-<uid>`, the session bus in `/run/user/<uid>`, `/run/docker.sock`, X's
+/// `/tmp/.X11-unix`): connecting needs no write access, so neither Landlock (before its ABI 9)
+/// nor a read-only mount stops a command from asking such a server to run a process outside
+/// the sandbox. The namespace covers them (`namespace::create`). `/tmp` itself stays: the
+/// places commands are refused there are refused by Landlock, with the error that says so.
+/// Canonical directories only, those there when the server starts.
+#[cfg(target_os = "linux")]
+fn socket_dirs() -> Vec<std::path::PathBuf> {
+    use std::path::PathBuf;
+    let uid = nix::unistd::geteuid().as_raw();
+    let tmux = format!("tmux-{uid}");
+    let tmux_dir =
+        std::env::var_os("TMUX_TMPDIR").map_or_else(|| PathBuf::from("/tmp"), PathBuf::from);
+    let fixed = ["/run", "/var/run", "/tmp/.X11-unix", "/tmp/.ICE-unix", "/tmp/.XIM-unix"]
+        .map(PathBuf::from);
+    let named = [
+        std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from),
+        Some(tmux_dir.join(&tmux)),
+        Some(PathBuf::from("/tmp").join(&tmux)),
+        // An agent's or a session bus's socket, by its directory (`/tmp/ssh-XXXX/agent.N`).
+        std::env::var_os("SSH_AUTH_SOCK")
+            .and_then(|s| PathBuf::from(s).parent().map(PathBuf::from)),
+        std::env::var("DBUS_SESSION_BUS_ADDRESS").ok().and_then(|a| {
+            let path = a.strip_prefix("unix:path=")?.split(',').next()?.to_owned();
+            PathBuf::from(path).parent().map(PathBuf::from)
+        }),
+    ];
+    let mut dirs: Vec<PathBuf> = Vec::new();
+    for dir in fixed.into_iter().chain(named.into_iter().flatten()) {
+        // `/var/run` is mostly a link to `/run`: the canonical path is the one covered.
+        let Ok(dir) = std::fs::canonicalize(&dir) else { continue };
+        let shared = ["/", "/tmp", "/var/tmp"].iter().any(|s| dir == std::path::Path::new(s));
+        if dir.is_dir() && !shared && !dirs.contains(&dir) {
+            dirs.push(dir);
+        }
+    }
+    dirs
 }
 
 /// What a command's process does to itself between `fork` and `exec`. Nothing on macOS, where

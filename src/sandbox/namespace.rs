@@ -105,8 +105,14 @@ pub struct Namespaces {
 /// is skipped, not the namespace: `Fresh::overlaid` says which. Then `layers` (the overlays'
 /// own layers, which only the overlays write) is covered by an empty read-only tmpfs, and last
 /// each of `hidden` (what deny rules hide) by an empty, unreadable file or directory.
+///
+/// Each of `masks` (where servers outside the sandbox keep their Unix sockets: `/tmp`, `/run`)
+/// is covered by an empty read-only tmpfs too, unless it is a place itself; the places under
+/// it, and the directories of `keep` under it (read-only), are attached again on top.
 pub fn create(
     places: &[Place],
+    keep: &[PathBuf],
+    masks: &[PathBuf],
     overlays: &[Overlay],
     layers: Option<&Path>,
     hidden: &[Hidden],
@@ -121,11 +127,24 @@ pub fn create(
         [format!("{uid} {uid} 1\n"), "deny\n".to_string(), format!("{gid} {gid} 1\n")]
     });
     let plan = plan(places);
-    let mut binds = Vec::with_capacity(plan.binds.len());
-    for place in &plan.binds {
-        let path = CString::new(place.path.as_os_str().as_bytes())
-            .map_err(|_| format!("{}: a NUL in the path", place.path.display()))?;
-        binds.push(Bind { path, writable: place.writable, tree: -1 });
+    let masked = mask_plan(places, keep, masks, &plan.binds);
+    let c_path = |path: &Path| {
+        CString::new(path.as_os_str().as_bytes())
+            .map_err(|_| format!("{}: a NUL in the path", path.display()))
+    };
+    let mut binds = Vec::with_capacity(masked.binds.len());
+    for place in &masked.binds {
+        let depth = place.path.components().count();
+        binds.push(Bind { path: c_path(&place.path)?, writable: place.writable, depth, tree: -1 });
+    }
+    let mut mask_jobs = Vec::with_capacity(masked.masks.len());
+    for mask in &masked.masks {
+        let mut dirs = Vec::with_capacity(mask.dirs.len());
+        for dir in &mask.dirs {
+            dirs.push(c_path(dir)?);
+        }
+        let depth = mask.path.components().count();
+        mask_jobs.push(Mask { path: c_path(&mask.path)?, dirs, depth });
     }
     // The layers must be mounts of the namespace: the helper opens each there, following no
     // symlink, onto a descriptor number reserved here, and names it to the kernel through
@@ -174,6 +193,7 @@ pub fn create(
         devices: [-1; 3],
         read_only_root: plan.read_only_root,
         binds: &mut binds,
+        masks: &mask_jobs,
         failed_at: None,
         errno: 0,
         user_ns: -1,
@@ -181,7 +201,10 @@ pub fn create(
         pid_ns: false,
     };
     run(&mut job).map_err(|e| match job.failed_at {
-        Some(Step::Copy(i) | Step::Attach(i)) => format!("{e} ({})", plan.binds[i].path.display()),
+        Some(Step::Copy(i) | Step::Attach(i)) => {
+            format!("{e} ({})", masked.binds[i].path.display())
+        }
+        Some(Step::Mask(i)) => format!("{e} ({})", masked.masks[i].path.display()),
         _ => e,
     })?;
     drop(held);
@@ -291,6 +314,8 @@ struct Job<'a> {
     covers: &'a mut [Cover],
     read_only_root: bool,
     binds: &'a mut [Bind],
+    /// Empty read-only tmpfs to mount, in order of depth.
+    masks: &'a [Mask],
     overlays: &'a mut [Layered],
     /// The private `/dev/pts`, its `ptmx`, and `/dev/shm`, opened by the helper; -1 if not.
     devices: [RawFd; 3],
@@ -309,6 +334,8 @@ struct Job<'a> {
 struct Bind {
     path: CString,
     writable: bool,
+    /// The number of the path's components: a mask goes on before the places deeper than it.
+    depth: usize,
     /// Its detached copy; -1 until made.
     tree: RawFd,
 }
@@ -319,6 +346,14 @@ struct Cover {
     dir: bool,
     /// The error number covering it failed with; 0 if it did not.
     errno: i32,
+}
+
+/// An empty read-only tmpfs to mount over `path`, with the directories `dirs` (relative, each
+/// after its parent) made in it as mount points for the places under it.
+struct Mask {
+    path: CString,
+    dirs: Vec<CString>,
+    depth: usize,
 }
 
 /// An overlay to mount over its lower layer's path, prepared before the helper runs.
@@ -359,6 +394,7 @@ enum Step {
     Copy(usize),
     ReadOnlyRoot,
     Attach(usize),
+    Mask(usize),
 }
 
 impl Step {
@@ -374,6 +410,7 @@ impl Step {
             Step::Copy(_) => "open_tree".into(),
             Step::ReadOnlyRoot => "mount_setattr(/)".into(),
             Step::Attach(_) => "move_mount".into(),
+            Step::Mask(_) => "mounting an empty tmpfs".into(),
         }
     }
 }
@@ -442,7 +479,7 @@ impl Job<'_> {
         let (none, slave) = (std::ptr::null(), libc::MS_REC | libc::MS_SLAVE);
         let rc = unsafe { libc::mount(none, c"/".as_ptr(), none, slave, std::ptr::null()) };
         or(check(rc), Step::Propagation)?;
-        let fenced = fence(self.read_only_root, self.binds);
+        let fenced = fence(self.read_only_root, self.binds, self.masks);
         for bind in self.binds.iter_mut().filter(|b| b.tree >= 0) {
             unsafe { libc::close(bind.tree) };
             bind.tree = -1;
@@ -536,14 +573,74 @@ fn plan(places: &[Place]) -> Plan<'_> {
     Plan { read_only_root, binds }
 }
 
+/// The places to attach (`Plan::binds` and those under a mask) and the masks to mount.
+#[derive(Debug, PartialEq, Eq)]
+struct Masked {
+    /// Outermost first.
+    binds: Vec<Place>,
+    masks: Vec<MaskPlan>,
+}
+
+#[derive(Debug, PartialEq, Eq)]
+struct MaskPlan {
+    path: PathBuf,
+    /// Relative to `path`, each after its parent.
+    dirs: Vec<PathBuf>,
+}
+
+/// Which masks apply (not one that is a place or a kept directory: granted whole), and what is
+/// attached again over them: every place under one (a copy keeps the places inside it), and
+/// each directory of `keep` under one that no place holds, read-only.
+fn mask_plan(places: &[Place], keep: &[PathBuf], masks: &[PathBuf], binds: &[&Place]) -> Masked {
+    let granted =
+        |path: &Path| places.iter().any(|p| p.path == path) || keep.iter().any(|k| k == path);
+    let mut applied: Vec<&PathBuf> = masks.iter().filter(|m| !granted(m)).collect();
+    applied.sort_by_key(|m| m.components().count());
+    applied.dedup();
+    let under_mask =
+        |path: &Path| applied.iter().any(|m| path != m.as_path() && path.starts_with(m));
+    let mut all: Vec<Place> = binds.iter().map(|p| (*p).clone()).collect();
+    let writable = |path: &Path| places.iter().any(|p| p.path == path && p.writable);
+    for place in places.iter().filter(|p| under_mask(&p.path)) {
+        if !all.iter().any(|b| b.path == place.path) {
+            all.push(Place { path: place.path.clone(), writable: writable(&place.path) });
+        }
+    }
+    for path in keep.iter().filter(|k| under_mask(k)) {
+        let held = places.iter().any(|p| path.starts_with(&p.path));
+        if !held && !all.iter().any(|b| &b.path == path) {
+            all.push(Place { path: path.clone(), writable: false });
+        }
+    }
+    all.sort_by_key(|p| p.path.components().count());
+    let masks = applied
+        .iter()
+        .map(|mask| {
+            let mut dirs: Vec<PathBuf> = Vec::new();
+            for place in all.iter().filter(|p| p.path.starts_with(mask) && p.path != **mask) {
+                let Ok(rel) = place.path.strip_prefix(mask) else { continue };
+                for dir in rel.ancestors().filter(|d| !d.as_os_str().is_empty()) {
+                    if !dirs.iter().any(|d| d == dir) {
+                        dirs.push(dir.to_path_buf());
+                    }
+                }
+            }
+            dirs.sort_by_key(|d| d.components().count());
+            MaskPlan { path: (*mask).clone(), dirs }
+        })
+        .collect();
+    Masked { binds: all, masks }
+}
+
 /// The failure of a step, with its error number taken at once (a later call may change it).
 fn or<T>(result: io::Result<T>, step: Step) -> Result<T, (Step, i32)> {
     result.map_err(|e| (step, e.raw_os_error().unwrap_or(0)))
 }
 
 /// The helper's mounting: copies each place (read-only if it is), makes `/` read-only, and
-/// attaches the copies over their places, outermost first.
-fn fence(read_only_root: bool, binds: &mut [Bind]) -> Result<(), (Step, i32)> {
+/// attaches the copies over their places, outermost first, each mask before the places deeper
+/// than it.
+fn fence(read_only_root: bool, binds: &mut [Bind], masks: &[Mask]) -> Result<(), (Step, i32)> {
     for (i, bind) in binds.iter_mut().enumerate() {
         match copy(&bind.path, bind.writable) {
             Ok(tree) => bind.tree = tree,
@@ -555,10 +652,71 @@ fn fence(read_only_root: bool, binds: &mut [Bind]) -> Result<(), (Step, i32)> {
     if read_only_root {
         or(set_attr(libc::AT_FDCWD, c"/", 0, libc::MOUNT_ATTR_RDONLY), Step::ReadOnlyRoot)?;
     }
-    for (i, bind) in binds.iter().enumerate().filter(|(_, b)| b.tree >= 0) {
-        or(attach(bind.tree, &bind.path), Step::Attach(i))?;
+    let mut masked = 0;
+    for (i, bind) in binds.iter().enumerate() {
+        while masked < masks.len() && masks[masked].depth < bind.depth {
+            or(mask(&masks[masked]), Step::Mask(masked))?;
+            masked += 1;
+        }
+        if bind.tree >= 0 {
+            or(attach(bind.tree, &bind.path), Step::Attach(i))?;
+        }
+    }
+    for (i, rest) in masks.iter().enumerate().skip(masked) {
+        or(mask(rest), Step::Mask(i))?;
     }
     Ok(())
+}
+
+/// Covers `mask.path` with an empty tmpfs, read-only once its mount points are made. A path
+/// that is not there needs none.
+fn mask(mask: &Mask) -> io::Result<()> {
+    // SAFETY (here and below): plain system calls on NUL-terminated strings and descriptors
+    // this function owns.
+    let fs = unsafe { libc::syscall(libc::SYS_fsopen, c"tmpfs".as_ptr(), FSOPEN_CLOEXEC) };
+    if fs < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let fs = fs as RawFd;
+    let set = |key: &CStr, value: Option<&CStr>| {
+        let (cmd, value) = match value {
+            Some(v) => (FSCONFIG_SET_STRING, v.as_ptr()),
+            None => (FSCONFIG_CMD_CREATE, std::ptr::null()),
+        };
+        let key = if value.is_null() { std::ptr::null() } else { key.as_ptr() };
+        check(unsafe { libc::syscall(libc::SYS_fsconfig, fs, cmd, key, value, 0) } as libc::c_int)
+    };
+    // Mount points take inodes, not blocks: 4 KiB is room enough.
+    let made = set(c"mode", Some(c"0755"))
+        .and_then(|()| set(c"size", Some(c"4k")))
+        .and_then(|()| set(c"", None))
+        .and_then(|()| {
+            let attr = (libc::MOUNT_ATTR_NODEV | libc::MOUNT_ATTR_NOSUID | libc::MOUNT_ATTR_NOEXEC)
+                as libc::c_uint;
+            let mnt = unsafe { libc::syscall(libc::SYS_fsmount, fs, FSMOUNT_CLOEXEC, attr) };
+            if mnt < 0 {
+                return Err(io::Error::last_os_error());
+            }
+            Ok(mnt as RawFd)
+        });
+    unsafe { libc::close(fs) };
+    let mnt = made?;
+    let mut result = Ok(());
+    for dir in &mask.dirs {
+        let rc = unsafe { libc::mkdirat(mnt, dir.as_ptr(), 0o755) };
+        if rc < 0 && io::Error::last_os_error().raw_os_error() != Some(libc::EEXIST) {
+            result = Err(io::Error::last_os_error());
+            break;
+        }
+    }
+    let result = result
+        .and_then(|()| set_attr(mnt, c"", libc::AT_EMPTY_PATH, libc::MOUNT_ATTR_RDONLY))
+        .and_then(|()| match attach(mnt, &mask.path) {
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => Ok(()),
+            attached => attached,
+        });
+    unsafe { libc::close(mnt) };
+    result
 }
 
 /// A detached copy of the mounts at and below `path`, read-only unless `writable`; otherwise

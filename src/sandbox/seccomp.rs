@@ -2,7 +2,8 @@
 //! would let a command reach another process of the user's, the server or a sibling command:
 //! tracing it (`ptrace`), reading or writing its memory (`process_vm_readv`,
 //! `process_vm_writev`), taking its descriptors (`pidfd_getfd`) or comparing them (`kcmp`); and
-//! pushing keystrokes into a terminal (`ioctl(TIOCSTI)`, `TIOCLINUX`).
+//! pushing keystrokes into a terminal (`ioctl(TIOCSTI)`, `TIOCLINUX`) or changing its line
+//! discipline (`TIOCSETD`).
 //!
 //! In the fallback where no mount namespace can be made, it also refuses every change of
 //! metadata.
@@ -80,8 +81,11 @@ const REFUSED_ALWAYS: &[i64] = &[
     libc::SYS_kcmp,
 ];
 
-/// ioctl requests refused to every command: they inject input into a terminal.
-const REFUSED_TTY_IOCTLS: &[u32] = &[libc::TIOCSTI as u32, libc::TIOCLINUX as u32];
+/// ioctl requests refused to every command: the first two inject input into a terminal; the
+/// third changes its line discipline (N_GSM0710, N_HDLC, ...: kernel code few programs reach,
+/// with a record of memory-safety bugs), which no command needs.
+const REFUSED_TTY_IOCTLS: &[u32] =
+    &[libc::TIOCSTI as u32, libc::TIOCLINUX as u32, libc::TIOCSETD as u32];
 
 /// The metadata calls the fallback refuses, on every architecture the filter knows.
 const REFUSED: &[i64] = &[

@@ -80,18 +80,63 @@ pub fn layers(dir: &Path) -> PathBuf {
     dir.with_file_name(name)
 }
 
-/// The overlays' work directories (`layers`) hold a directory of mode 0 that
-/// its owner could not list, and so not remove, without root.
-fn open_overlay_work(dir: &Path) {
-    use std::os::unix::fs::PermissionsExt;
-    let Ok(copies) = std::fs::read_dir(dir) else { return };
-    for copy in copies.flatten() {
-        let Ok(inner) = std::fs::read_dir(copy.path().join("work")) else { continue };
-        for entry in inner.flatten().filter(|e| e.file_type().is_ok_and(|t| t.is_dir())) {
-            let _ = std::fs::set_permissions(entry.path(), std::fs::Permissions::from_mode(0o700));
+/// The overlays' work directories in a caches' directory `layers` (`<pid>.caches/<copy>/work/`)
+/// hold a directory of mode 0 that its owner could not list, and so not remove, without root.
+/// Each level is opened from the one above, following no symlink (a gone server's commands may
+/// have planted one anywhere they could write), and the mode set is that of the directory
+/// opened: nothing outside `layers` changes.
+#[cfg(target_os = "linux")]
+fn open_overlay_work(layers: &Path) {
+    use nix::fcntl::{openat, OFlag};
+    use nix::sys::stat::Mode;
+    use std::os::fd::{AsRawFd, OwnedFd};
+    let (Some(parent), Some(name)) = (layers.parent(), layers.file_name()) else { return };
+    let flags = OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
+    let at = |dir: &OwnedFd, name: &std::ffi::CStr, mode: OFlag| {
+        openat(dir, name, flags | mode, Mode::empty()).ok()
+    };
+    let Ok(parent) = nix::fcntl::open(parent, flags | OFlag::O_RDONLY, Mode::empty()) else {
+        return;
+    };
+    let Ok(name) = std::ffi::CString::new(name.as_encoded_bytes()) else { return };
+    let Some(layers) = at(&parent, &name, OFlag::O_RDONLY) else { return };
+    for copy in entries(&layers) {
+        let Some(copy) = at(&layers, &copy, OFlag::O_RDONLY) else { continue };
+        let Some(work) = at(&copy, c"work", OFlag::O_RDONLY) else { continue };
+        for inner in entries(&work) {
+            // Mode 0: only a path descriptor opens. Its /proc/self/fd link names the very
+            // directory opened, whatever its path becomes.
+            let Some(inner) = at(&work, &inner, OFlag::O_PATH) else { continue };
+            let opened = format!("/proc/self/fd/{}", inner.as_raw_fd());
+            let _ = nix::sys::stat::fchmodat(
+                nix::fcntl::AT_FDCWD,
+                opened.as_str(),
+                Mode::from_bits_truncate(0o700),
+                nix::sys::stat::FchmodatFlags::FollowSymlink,
+            );
         }
     }
 }
+
+/// The names in the open directory `dir`, but `.` and `..`.
+#[cfg(target_os = "linux")]
+fn entries(dir: &std::os::fd::OwnedFd) -> Vec<std::ffi::CString> {
+    let Ok(mut listed) =
+        dir.try_clone().map_err(drop).and_then(|fd| nix::dir::Dir::from_fd(fd).map_err(drop))
+    else {
+        return Vec::new();
+    };
+    listed
+        .iter()
+        .flatten()
+        .map(|e| e.file_name().to_owned())
+        .filter(|n| n.as_bytes() != b"." && n.as_bytes() != b"..")
+        .collect()
+}
+
+/// The caches' overlays are Linux's: elsewhere their layers hold nothing of mode 0.
+#[cfg(not(target_os = "linux"))]
+fn open_overlay_work(_layers: &Path) {}
 
 /// The user's directory of every server's TMPDIR for commands, in the temporary directory
 /// `temp`.
@@ -114,7 +159,11 @@ fn sweep(parent: &Path) {
         );
         if gone && pid > 0 {
             let path = entry.path();
-            open_overlay_work(&path);
+            // Only a caches' directory holds overlays' work directories; a command's TMPDIR
+            // holds what its commands made.
+            if name.to_str().is_some_and(|n| n.ends_with(".caches")) {
+                open_overlay_work(&path);
+            }
             let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
             let _ =
                 if is_dir { std::fs::remove_dir_all(&path) } else { std::fs::remove_file(&path) };

@@ -147,6 +147,36 @@ fn commands_cannot_push_keystrokes_into_a_terminal_seccomp() {
     keystrokes_rows(true);
 }
 
+/// Sets the terminal's line discipline to N_TTY, the one it has: a change the kernel makes
+/// without loading anything, which says whether TIOCSETD reaches it.
+const LINE_DISCIPLINE: &str = r#"
+import errno, fcntl, struct, termios
+try:
+    fcntl.ioctl(0, termios.TIOCSETD, struct.pack("i", 0))
+    print("TIOCSETD", "SET")
+except OSError as e:
+    print("TIOCSETD", errno.errorcode[e.errno])
+"#;
+
+/// Line disciplines (N_GSM0710, N_HDLC, ...) are kernel code few programs reach, with a record
+/// of memory-safety bugs: a command's terminal keeps N_TTY. (The fallback without a namespace
+/// opens no terminal for commands: its filter, the same, is checked in `sandbox::seccomp`.)
+#[test]
+fn commands_cannot_change_a_terminals_line_discipline() {
+    let Some(python) = python() else { return };
+    let env = TestEnv::new(&[], &[("root/ldisc.py", LINE_DISCIPLINE)]);
+    let mut server = Server::start(&env);
+    let script = path_str(&env.path("root/ldisc.py"));
+    let args = json!({"command": format!("{python} {script}"), "tty": true});
+    let response = server.call("execute_command", args);
+    let content = response.result()["content"].as_array().cloned().unwrap_or_default();
+    let out: String = content.iter().filter_map(|item| item["text"].as_str()).collect();
+    assert!(
+        out.contains("TIOCSETD EPERM"),
+        "a command changed its terminal's line discipline:\n{out}"
+    );
+}
+
 // ---------------------------------------------------------------------------------------------
 // E2/D4: commands tracing, reading or signalling the server
 // ---------------------------------------------------------------------------------------------

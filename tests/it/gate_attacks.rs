@@ -486,3 +486,29 @@ fn held_a_named_home_with_dots_into_ssh_is_refused() {
     let out = run(&mut server, "cat ~/.ssh/id_ed25519; echo END");
     assert!(out.contains("END") && !out.contains(SECRET), "{out}");
 }
+
+/// A command plants `$TMPDIR/copy/work`, a symlink to a directory outside every grant, and its
+/// server dies before emptying its TMPDIR. The next server's start-up sweep takes the dead
+/// server's TMPDIR for a caches' copy (`<pid>.caches`) and opens the work directories in it
+/// (chmod 0700) through the symlink: a directory the command could not change (mode 0555,
+/// outside the roots) must keep its mode.
+#[test]
+fn a_planted_work_link_in_tmpdir_changes_no_mode_outside_at_the_next_start() {
+    let env = attack_env();
+    env.mkdir("outside/locked");
+    env.set_mode("outside/locked", 0o555);
+    let target = env.p("outside");
+    let mut server = Server::start_also(&env, &[("ro", "ro")]);
+    let plant = format!(r#"mkdir -p "$TMPDIR/copy" && ln -s '{target}' "$TMPDIR/copy/work""#);
+    let planted = server.call_text("execute_command", json!({"command": plant}));
+    assert!(planted.contains("[exit code: 0]"), "{planted}");
+    let pid = nix::unistd::Pid::from_raw(server.pid() as i32);
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL).expect("signalling replay");
+    drop(server);
+    // The next server sweeps the dead one's directories at start-up.
+    let next = Server::start_also(&env, &[("ro", "ro")]);
+    drop(next);
+    let mode = env.mode("outside/locked") & 0o7777;
+    env.set_mode("outside/locked", 0o755);
+    assert_eq!(mode, 0o555, "the sweep changed a mode outside the sandbox through a link");
+}

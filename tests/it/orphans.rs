@@ -204,6 +204,39 @@ fn r23_setsid_children_die_when_the_server_gets_sigkill() {
     foreground_escapees_die_when_server_gets(Signal::SIGKILL, 11);
 }
 
+/// The seccomp fallback (no namespace, so no PID namespace): the command's init is its
+/// subreaper, which the `setsid` children are handed to, and which kills them when the server
+/// goes.
+#[cfg(target_os = "linux")]
+fn fallback_escapees_die_when_server_gets(signal: Signal, row: u32) {
+    let env = TestEnv::new(&[], &[]);
+    let markers = markers(row);
+    let mut cmd = harness::replay_command();
+    let allow = format!("{}:rw", harness::path_str(&env.root()));
+    cmd.args(["--mcp-server", "--allow", &allow]).env("REPLAY_COMMAND_ISOLATION", "seccomp");
+    let mut server = Server::from_command(cmd);
+    server.initialize("2025-06-18");
+    let args = json!({"command": escaping(&markers), "timeout": 60});
+    server.send(&json!({"jsonrpc": "2.0", "id": 70, "method": "tools/call",
+        "params": {"name": "execute_command", "arguments": args}}));
+    wait_running(&markers);
+    kill(Pid::from_raw(server.pid() as i32), signal).expect("signalling replay");
+    drop(server);
+    assert_none_left(&format!("setsid children without a PID namespace, {signal}"), &markers);
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn setsid_children_die_with_the_server_in_the_seccomp_fallback_sigkill() {
+    fallback_escapees_die_when_server_gets(Signal::SIGKILL, 18);
+}
+
+#[cfg(target_os = "linux")]
+#[test]
+fn setsid_children_die_with_the_server_in_the_seccomp_fallback_sigterm() {
+    fallback_escapees_die_when_server_gets(Signal::SIGTERM, 19);
+}
+
 /// A session's escaped processes, its shell still running: the server exits at the end of its
 /// stdin (sessions do not hold it), or is SIGKILLed.
 fn session_escapees_die_when_server_ends(sigkill: bool, row: u32) {
@@ -283,4 +316,46 @@ fn r23_kill_and_the_shells_exit_end_a_sessions_setsid_children() {
     server.call("execute_command", args);
     wait_running(&exited);
     assert_none_left("a session's setsid children after its shell exited", &exited);
+}
+
+/// A server the user runs outside the sandbox (tmux, here) listens on a Unix socket by path,
+/// which neither Landlock nor the read-only mount namespace closes (connect needs no write on
+/// the socket file's filesystem). A command that asks it to run a process would get one
+/// outside the sandbox and its PID namespace, which outlives the server. The namespace covers
+/// tmux's directory (`tmux-<uid>`) with an empty tmpfs.
+#[test]
+#[expect(clippy::disallowed_methods, reason = "the user's own tmux server, outside the sandbox")]
+fn a_command_cannot_start_a_process_through_the_users_tmux() {
+    let tmux = Command::new("tmux").arg("-V").output().is_ok_and(|o| o.status.success());
+    if !require("tmux", tmux) {
+        return;
+    }
+    let env = TestEnv::new(&[], &[]);
+    // tmux's own place for its socket, as a user's tmux has it.
+    let name =
+        env.root().parent().and_then(|b| b.file_name()).map(|n| n.to_string_lossy().into_owned());
+    let name = name.expect("the test's directory has a name");
+    let started = Command::new("tmux")
+        .args(["-L", &name, "new-session", "-d", "sleep 600"])
+        .status()
+        .is_ok_and(|s| s.success());
+    assert!(started, "the user's tmux server did not start");
+    let socket = Command::new("tmux")
+        .args(["-L", &name, "display-message", "-p", "#{socket_path}"])
+        .output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+        .expect("asking tmux for its socket");
+    let markers = markers(17);
+    let mut server = Server::start(&env);
+    let ask = format!("tmux -S '{socket}' new-window -d 'sleep {}'", markers[0]);
+    server.call("execute_command", json!({"command": ask}));
+    let pid = Pid::from_raw(server.pid() as i32);
+    kill(pid, Signal::SIGKILL).expect("signalling replay");
+    drop(server);
+    let left = running(&markers);
+    for (pid, _) in &left {
+        let _ = kill(Pid::from_raw(*pid as i32), Signal::SIGKILL);
+    }
+    let _ = Command::new("tmux").args(["-L", &name, "kill-server"]).status();
+    assert!(left.is_empty(), "a process started through tmux outlived the server: {left:?}");
 }

@@ -64,3 +64,56 @@ fn a_writable_slash_leaves_everything_writable() {
     check(&["/:rw", "/r:ro", "/w:rw"], "rw / /r:ro");
     check(&["/:ro", "/w:rw"], "ro / /w:rw");
 }
+
+/// `places` as for `check`, `keep` and `masks` as paths; `expect` as the mounts in order, then
+/// `| mask(dirs,…)` for each mask that applies.
+#[track_caller]
+fn check_masks(places: &[&str], keep: &[&str], masks: &[&str], expect: &str) {
+    let places: Vec<Place> = places
+        .iter()
+        .map(|spec| {
+            let (path, access) = spec.rsplit_once(':').expect("path:access");
+            Place { path: PathBuf::from(path), writable: access == "rw" }
+        })
+        .collect();
+    let keep: Vec<PathBuf> = keep.iter().map(PathBuf::from).collect();
+    let masks: Vec<PathBuf> = masks.iter().map(PathBuf::from).collect();
+    let plan = plan(&places);
+    let masked = mask_plan(&places, &keep, &masks, &plan.binds);
+    let mut got: Vec<String> = masked
+        .binds
+        .iter()
+        .map(|p| format!("{}:{}", p.path.display(), if p.writable { "rw" } else { "ro" }))
+        .collect();
+    for mask in masked.masks {
+        let dirs: Vec<String> = mask.dirs.iter().map(|d| d.display().to_string()).collect();
+        got.push(format!("| {}({})", mask.path.display(), dirs.join(",")));
+    }
+    assert_eq!(got.join(" "), expect, "{places:?} {keep:?} {masks:?}");
+}
+
+#[test]
+fn masks_keep_the_places_and_grants_under_them() {
+    check_masks(&[], &[], &["/tmp", "/run"], "| /tmp() | /run()");
+    // A read-only root under a mask gets a mount of its own, and mount points.
+    check_masks(&["/tmp/a/r:ro"], &[], &["/tmp"], "/tmp/a/r:ro | /tmp(a,a/r)");
+    check_masks(
+        &["/tmp/w:rw", "/tmp/w/r:ro"],
+        &[],
+        &["/tmp"],
+        "/tmp/w:rw /tmp/w/r:ro | /tmp(w,w/r)",
+    );
+    // A kept directory under a mask is read-only; inside a place, the place's copy holds it.
+    check_masks(
+        &["/tmp/w:rw"],
+        &["/tmp/h/.cargo", "/tmp/w/c"],
+        &["/tmp"],
+        "/tmp/w:rw /tmp/h/.cargo:ro | /tmp(w,h,h/.cargo)",
+    );
+    // A mask that is a place or a kept directory is granted whole.
+    check_masks(&["/tmp:rw"], &["/run"], &["/tmp", "/run"], "/tmp:rw");
+    // A mask inside a place goes on after it; one given twice once.
+    check_masks(&["/var:rw"], &[], &["/var/run", "/var/run"], "/var:rw | /var/run()");
+    // Places outside every mask are as `plan` makes them.
+    check_masks(&["/w:rw", "/r:ro"], &[], &["/tmp"], "/w:rw | /tmp()");
+}

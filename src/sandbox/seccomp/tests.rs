@@ -75,7 +75,7 @@ fn reaching_into_other_processes_and_terminals_is_always_refused() {
         check(nr, 0, EPERM);
         check_always(nr, 0, EPERM);
     }
-    for request in [libc::TIOCSTI, libc::TIOCLINUX] {
+    for request in [libc::TIOCSTI, libc::TIOCLINUX, libc::TIOCSETD] {
         check(libc::SYS_ioctl, u64::from(request as u32), EPERM);
         check_always(libc::SYS_ioctl, u64::from(request as u32), EPERM);
     }

@@ -35,3 +35,29 @@ fn gone_servers_directories_are_removed_and_nothing_else() {
     assert_eq!(names(&parent), ["1", "notes"]);
     std::fs::remove_dir_all(&parent).unwrap();
 }
+
+/// A link anywhere in a gone server's caches' directory is not followed: the directories it
+/// points to keep their modes, and the overlay's own mode-0 directory is opened and removed.
+#[test]
+fn the_sweep_follows_no_link_in_a_caches_directory() {
+    use std::os::unix::fs::{symlink, PermissionsExt};
+    let parent = scratch("links");
+    let outside = parent.join("outside");
+    std::fs::create_dir_all(outside.join("locked")).unwrap();
+    let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o7777;
+    let set = |p: &Path, m: u32| std::fs::set_permissions(p, PermissionsExt::from_mode(m)).unwrap();
+    set(&outside.join("locked"), 0o555);
+    let caches = parent.join(format!("{GONE}.caches"));
+    std::fs::create_dir_all(caches.join("real/work/work")).unwrap();
+    set(&caches.join("real/work/work"), 0);
+    std::fs::create_dir_all(caches.join("inner")).unwrap();
+    symlink(&outside, caches.join("linked")).unwrap();
+    symlink(&outside, caches.join("inner/work")).unwrap();
+    std::fs::create_dir_all(caches.join("deep/work")).unwrap();
+    symlink(outside.join("locked"), caches.join("deep/work/work")).unwrap();
+    sweep(&parent);
+    let left = (names(&parent), mode(&outside.join("locked")));
+    set(&outside.join("locked"), 0o755);
+    std::fs::remove_dir_all(&parent).unwrap();
+    assert_eq!(left, (vec!["outside".to_string()], 0o555));
+}

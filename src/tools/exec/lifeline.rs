@@ -1,13 +1,13 @@
 //! Commands die with the server, however it ends: a signal it handles or not (SIGTERM,
 //! SIGKILL), a crash, or a normal exit. The same on Linux and macOS.
 //!
-//! The server makes one pipe, the lifeline, on its first command, and holds both ends (closed
-//! at `exec`) for the rest of its life. Between `fork` and `exec`, each command's process forks
-//! a guardian that stays in the command's process group holding only the read end, and blocks
-//! reading it. Nothing is ever written, so the read returns only at end of file: when no write
-//! end is left open, which is when the server is gone, whatever ended it (the kernel closes a
-//! dead process's descriptors). The guardian then kills its process group, and so every process
-//! of the command that is still in it, and itself.
+//! The server makes one pipe, the lifeline, on its first command, and holds both ends (closed at
+//! `exec`) for the rest of its life. On macOS, between `fork` and `exec`, each command's process
+//! forks a guardian that stays in the command's process group holding only the read end, and blocks
+//! reading it. Nothing is ever written, so the read returns only at end of file: when no write end
+//! is left open, which is when the server is gone, whatever ended it (the kernel closes a dead
+//! process's descriptors). The guardian then kills its process group, and so every process of the
+//! command that is still in it, and itself.
 //!
 //! The guardian is forked twice over, so that its parent is not the command (whose `wait`
 //! could otherwise reap a child it never made), and closes every descriptor but the read end:
@@ -30,11 +30,15 @@
 //! namespace, the kernel delivers to it only signals it handles, and it handles none. The
 //! supervisor ignores SIGTERM, SIGINT and SIGHUP, which the group gets for the shell.
 //!
-//! Without the namespace (no mount namespace: `--no-sandbox`, the seccomp fallback), a process
-//! that leaves the group (`setsid`, `setpgid`) is out of the guardian's reach, as it is out of
-//! the deadline's. Alternatives weighed: `PR_SET_PDEATHSIG` is Linux's and covers the shell
-//! alone; signal handlers in the server that kill every group miss SIGKILL and crashes;
-//! kqueue's `EVFILT_PROC` is macOS's and needs a watcher anyway.
+//! Without the namespace on Linux (no mount namespace: `--no-sandbox`, the seccomp fallback), the
+//! init is the command's subreaper (`PR_SET_CHILD_SUBREAPER`) instead: the processes the command
+//! orphans are handed to it, and it kills every process below it when the server or the supervisor
+//! goes while the shell runs. What outlives the shell, and every process once a command of the same
+//! user has killed the init, is out of its reach. On macOS, a process that leaves the group
+//! (`setsid`, `setpgid`) is out of the guardian's reach, as it is out of the deadline's.
+//! Alternatives weighed: `PR_SET_PDEATHSIG` is Linux's and covers the shell alone; signal handlers
+//! in the server that kill every group miss SIGKILL and crashes; kqueue's `EVFILT_PROC` is macOS's
+//! and needs a watcher anyway.
 
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
@@ -89,11 +93,10 @@ pub fn guard(cmd: &mut Command, pid_namespace: bool) -> io::Result<()> {
     // close, dup2, sigaction, sigprocmask, signalfd, prctl, chdir, poll, read, kill, _exit),
     // allocating nothing and taking no lock.
     unsafe {
+        // Without a PID namespace, the init is a subreaper instead (`init`).
         #[cfg(target_os = "linux")]
-        if pid_namespace {
-            cmd.pre_exec(move || spawn_init(read, write));
-            return Ok(());
-        }
+        cmd.pre_exec(move || spawn_init(read, write, !pid_namespace));
+        #[cfg(not(target_os = "linux"))]
         cmd.pre_exec(move || spawn_guardian(read, write));
     }
     Ok(())
@@ -108,7 +111,7 @@ const NONE: libc::c_int = -1;
 /// forks the shell. Returns in the shell only (which goes on to run the program); the command's
 /// process becomes the supervisor. Fails (and so does the command) if a fork fails.
 #[cfg(target_os = "linux")]
-fn spawn_init(read: RawFd, write: RawFd) -> io::Result<()> {
+fn spawn_init(read: RawFd, write: RawFd, subreaper: bool) -> io::Result<()> {
     // SAFETY: an anonymous shared mapping, unmapped by the exit of the processes that hold it.
     let page = unsafe {
         libc::mmap(
@@ -129,18 +132,38 @@ fn spawn_init(read: RawFd, write: RawFd) -> io::Result<()> {
     // SAFETY: see `guard`.
     match unsafe { libc::fork() } {
         -1 => Err(io::Error::last_os_error()),
-        0 => init(read, write, status),
+        0 => init(read, write, status, subreaper),
         pid => supervise(pid, status),
     }
 }
 
 /// The namespace's init (pid 1): forks the shell, which returns, then stays as the guardian.
 /// A failed fork returns its error, which the server's spawn reports.
+///
+/// Without a PID namespace (`subreaper`), the kernel kills nothing when it exits: it is the
+/// command's `PR_SET_CHILD_SUBREAPER`, which the processes the command orphans (`setsid` and double
+/// forks included) are handed to, and it kills every process below it before it exits
+/// (`end_descendants`) at the end of the lifeline or of the supervisor, while the shell runs; once
+/// the shell has ended, it exits as the namespace's init does. The supervisor's death comes as
+/// SIGCHLD (`PR_SET_PDEATHSIG`), which it reads beside its children's, not as SIGKILL, which would
+/// leave them. A command of the same user can still kill it first.
 #[cfg(target_os = "linux")]
-fn init(read: RawFd, write: RawFd, status: *mut libc::c_int) -> io::Result<()> {
+fn init(read: RawFd, write: RawFd, status: *mut libc::c_int, subreaper: bool) -> io::Result<()> {
     // SAFETY: async-signal-safe calls only (see `guard`). Set before the shell exists, so that
     // nothing it runs can end the supervisor before the init would follow it.
-    unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL, 0, 0, 0) };
+    let supervisor = unsafe { libc::getppid() };
+    let death = if subreaper { libc::SIGCHLD } else { libc::SIGKILL };
+    unsafe {
+        if subreaper {
+            libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+        }
+        libc::prctl(libc::PR_SET_PDEATHSIG, death, 0, 0, 0);
+    }
+    let end = || {
+        if subreaper {
+            end_descendants();
+        }
+    };
     // SAFETY: see `guard`.
     let shell = match unsafe { libc::fork() } {
         -1 => return Err(io::Error::last_os_error()),
@@ -155,6 +178,7 @@ fn init(read: RawFd, write: RawFd, status: *mut libc::c_int) -> io::Result<()> {
             libc::signal(signal, libc::SIG_IGN);
         }
         if libc::dup2(read, 0) < 0 {
+            end();
             libc::kill(0, libc::SIGKILL);
             libc::_exit(1);
         }
@@ -172,12 +196,20 @@ fn init(read: RawFd, write: RawFd, status: *mut libc::c_int) -> io::Result<()> {
             loop {
                 let pid = libc::waitpid(-1, &mut wait_status, libc::WNOHANG);
                 if pid == shell {
+                    // Its orphans then go to the server's reaper, as a group's do: `kill`,
+                    // a session's output and the deadline deal with what the shell left.
                     status.write_volatile(wait_status);
                     libc::_exit(0);
                 }
                 if pid <= 0 {
                     break;
                 }
+            }
+            if subreaper && libc::getppid() != supervisor {
+                // The supervisor is gone (SIGKILL at a deadline or `kill`): so is the command.
+                end();
+                libc::kill(0, libc::SIGKILL);
+                libc::_exit(0);
             }
             let mut fds = [
                 libc::pollfd { fd: 0, events: libc::POLLIN, revents: 0 },
@@ -190,11 +222,65 @@ fn init(read: RawFd, write: RawFd, status: *mut libc::c_int) -> io::Result<()> {
             }
             if fds[0].revents != 0 {
                 // The server is gone: the supervisor's group, then, by exiting, the namespace.
+                end();
                 libc::kill(0, libc::SIGKILL);
                 libc::_exit(0);
             }
             let mut info = [0u8; 128];
             while libc::read(signals, info.as_mut_ptr().cast(), info.len()) > 0 {}
+        }
+    }
+}
+
+/// The subreaper's last act: kills its children, reaps them, and so on with the orphans they
+/// leave it, until it has no child. Its children are listed in `/proc/thread-self/children`
+/// (read into a buffer on the stack: nothing is allocated). At most 10 s of 1 ms rounds, for a
+/// process the kernel cannot end at once (in uninterruptible sleep).
+#[cfg(target_os = "linux")]
+fn end_descendants() {
+    let nap = libc::timespec { tv_sec: 0, tv_nsec: 1_000_000 };
+    for _ in 0..10_000 {
+        // SAFETY: async-signal-safe calls only (see `guard`), on a descriptor of its own and
+        // a buffer on the stack.
+        unsafe {
+            let list = libc::open(
+                c"/proc/thread-self/children".as_ptr(),
+                libc::O_RDONLY | libc::O_CLOEXEC,
+            );
+            if list >= 0 {
+                let mut buf = [0u8; 512];
+                let mut pid: libc::pid_t = 0;
+                loop {
+                    let n = libc::read(list, buf.as_mut_ptr().cast(), buf.len());
+                    if n <= 0 {
+                        break;
+                    }
+                    for &byte in &buf[..n as usize] {
+                        if byte.is_ascii_digit() {
+                            pid = pid
+                                .saturating_mul(10)
+                                .saturating_add(libc::pid_t::from(byte - b'0'));
+                        } else if pid > 0 {
+                            libc::kill(pid, libc::SIGKILL);
+                            pid = 0;
+                        }
+                    }
+                }
+                if pid > 0 {
+                    libc::kill(pid, libc::SIGKILL);
+                }
+                libc::close(list);
+            }
+            loop {
+                let pid = libc::waitpid(-1, std::ptr::null_mut(), libc::WNOHANG);
+                if pid < 0 && io::Error::last_os_error().raw_os_error() == Some(libc::ECHILD) {
+                    return;
+                }
+                if pid <= 0 {
+                    break;
+                }
+            }
+            libc::nanosleep(&nap, std::ptr::null_mut());
         }
     }
 }
@@ -235,6 +321,7 @@ fn supervise(init: libc::pid_t, status: *const libc::c_int) -> ! {
 
 /// In the command's process: forks a process that forks the guardian and exits at once, and
 /// reaps it. Fails (and so does the command) if either fork fails.
+#[cfg(not(target_os = "linux"))]
 fn spawn_guardian(read: RawFd, write: RawFd) -> io::Result<()> {
     // SAFETY: see `guard`. The children run only `intermediate`, which never returns.
     match unsafe { libc::fork() } {
@@ -258,6 +345,7 @@ fn spawn_guardian(read: RawFd, write: RawFd) -> io::Result<()> {
 }
 
 /// Forks the guardian and exits: 0 if it was forked.
+#[cfg(not(target_os = "linux"))]
 fn intermediate(read: RawFd, write: RawFd) -> ! {
     // SAFETY: async-signal-safe calls only (see `guard`).
     unsafe {
@@ -270,6 +358,7 @@ fn intermediate(read: RawFd, write: RawFd) -> ! {
 }
 
 /// Waits for the end of the lifeline, then kills its own process group, itself included.
+#[cfg(not(target_os = "linux"))]
 fn guardian(read: RawFd, write: RawFd) -> ! {
     // SAFETY: async-signal-safe calls only (see `guard`), on descriptors this process owns.
     unsafe {
