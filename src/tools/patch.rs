@@ -304,7 +304,7 @@ fn read_existing(
 /// The unified diff of every file, within the reply's bound.
 fn dry_run(ctx: &Ctx, planned: &[Planned]) -> Result<Output, ToolError> {
     let stop = || ctx.cancel.is_cancelled();
-    let mut budget = Budget::default();
+    let mut budget = ctx.settings.budget();
     let mut out = String::new();
     for file in planned {
         let shown = file.to.as_ref().unwrap_or(&file.from).shown.as_path();

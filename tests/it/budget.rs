@@ -221,3 +221,31 @@ fn a_session_reads_its_output_within_the_bound_and_names_the_next_offset() {
     let tail = &text[text.len() - 80..];
     assert!(tail.contains(", next offset: ") && tail.contains(" more bytes]"), "{tail}");
 }
+
+/// apply_patch's dry run keeps its diffs within the bound, names the file it left out, and
+/// changes nothing.
+#[test]
+fn a_patch_dry_run_keeps_its_diffs_within_the_bound() {
+    let env = TestEnv::new(&["root"], &[]);
+    let mut patch = String::from("*** Begin Patch\n");
+    let mut before = Vec::new();
+    for i in 0..4 {
+        let text: String = (0..2_000).map(|n| format!("line {n} of file {i}\n")).collect();
+        env.write(&format!("root/f{i}.txt"), text.as_bytes());
+        before.push(text);
+        patch.push_str(&format!("*** Update File: f{i}.txt\n"));
+        for n in (0..2_000).step_by(2) {
+            patch.push_str(&format!("@@\n-line {n} of file {i}\n+LINE {n} of file {i}\n"));
+        }
+    }
+    patch.push_str("*** End Patch\n");
+    let mut server = server(&env, &[]);
+    let args = json!({"patch": patch, "workingDirectory": env.p("root"), "dryRun": true});
+    let reply = server.call("apply_patch", args);
+    within_bound(reply.result());
+    let text = reply.text();
+    assert!(text.contains("[diff not shown: the reply reached its 20,000-token bound"), "{text}");
+    for (i, text) in before.iter().enumerate() {
+        assert_eq!(env.read(&format!("root/f{i}.txt")), text.as_bytes(), "f{i}.txt");
+    }
+}
