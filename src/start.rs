@@ -226,7 +226,7 @@ fn scope(config: Config, confined: &Confined, state: Option<Arc<StateDir>>) -> (
 /// the system's temp directory serves. `None`, and apply_patch refused, when it cannot be opened.
 fn open_state() -> Option<Arc<StateDir>> {
     let dir = journal::default_state_dir().unwrap_or_else(|| {
-        std::env::temp_dir().join(format!("replay-state-{}", nix::unistd::getuid()))
+        std::env::temp_dir().join(format!("replay-state-{}", nix::unistd::geteuid()))
     });
     let state = match StateDir::open(&dir) {
         Ok(state) => state,

@@ -32,7 +32,7 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
 use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{DirBuilderExt, FileExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, FileExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -134,6 +134,7 @@ impl StateDir {
     /// `recover`.
     pub fn open(dir: &Path) -> io::Result<StateDir> {
         fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
+        private_dir(dir)?;
         let pid = std::process::id();
         let lock = lock_file(dir, pid)?;
         let lock =
@@ -200,6 +201,24 @@ impl StateDir {
         }
         Ok(done)
     }
+}
+
+/// Refuses a state directory that is not a directory (a symlink included) owned by this user
+/// with no group or other write: whoever else may write it could plant a journal that this
+/// user's next start replays.
+fn private_dir(dir: &Path) -> io::Result<()> {
+    let meta = fs::symlink_metadata(dir)?;
+    let euid = nix::unistd::geteuid().as_raw();
+    let why = if !meta.file_type().is_dir() {
+        "is not a directory (a symlink is not followed)".to_string()
+    } else if meta.uid() != euid {
+        format!("belongs to uid {}, not to this user (uid {euid})", meta.uid())
+    } else if meta.mode() & 0o022 != 0 {
+        format!("is writable by others (mode {:o}): chmod 700 it", meta.mode() & 0o7777)
+    } else {
+        return Ok(());
+    };
+    Err(io::Error::new(io::ErrorKind::PermissionDenied, format!("the state directory {why}")))
 }
 
 fn lock_file(dir: &Path, pid: u32) -> io::Result<File> {
