@@ -1,11 +1,15 @@
 //! Attacks on apply_patch's journal: a journal forged through the tools, a state directory
-//! someone else controls, a symlink planted in a journaled directory after a crash.
+//! someone else controls.
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 
 use serde_json::json;
 
 use crate::harness::{replay_command, require, Server, TestEnv};
+
+fn hex(text: &str) -> String {
+    text.bytes().map(|b| format!("{b:02x}")).collect()
+}
 
 fn server(allow: &[String], state: &str, kill_at: Option<&str>) -> Server {
     let mut cmd = replay_command();
@@ -20,6 +24,67 @@ fn server(allow: &[String], state: &str, kill_at: Option<&str>) -> Server {
     let mut server = Server::from_command(cmd);
     server.initialize("2025-06-18");
     server
+}
+
+/// The state directory lies inside a read-write root (as it does when the user allows
+/// `$HOME`): a client tries to write a forged `committed` journal there with write_file, and
+/// the next server's start must not rename a file over one of a read-only root or a denied
+/// one, nor delete a file outside every root.
+#[test]
+fn a_journal_written_through_a_tool_does_not_reach_outside_the_policy() {
+    let env = TestEnv::new(
+        &["root/.ssh", "outside"],
+        &[
+            ("root/evil", "attacker\n"),
+            ("root/evil2", "ssh-ed25519 AAAA attacker\n"),
+            ("ro/victim", "read-only\n"),
+            ("outside/victim", "outside\n"),
+        ],
+    );
+    let state = env.p("root/state");
+    let allow = vec![format!("{}:rw", env.p("root")), format!("{}:ro", env.p("ro"))];
+    let mut first = server(&allow, &state, None);
+    let journal = format!(
+        "replay-journal 1\ncommitted\n{} {} -\n{} {} -\n{} - -\nend\n",
+        hex(&env.p("ro/victim")),
+        hex(&env.p("root/evil")),
+        hex(&env.p("root/.ssh/authorized_keys")),
+        hex(&env.p("root/evil2")),
+        hex(&env.p("outside/victim")),
+    );
+    let args = json!({"path": env.p("root/state/replay/999999.journal"), "content": journal});
+    first.call_err("write_file", args, -32001);
+    first.call_err("list_directory", json!({"path": env.p("root/state/replay")}), -32001);
+    drop(first);
+
+    let mut next = server(&allow, &state, None);
+    let _ = next.call_text("list_allowed_directories", json!({}));
+    assert_eq!(env.read_string("ro/victim"), "read-only\n", "a :ro file was replaced");
+    assert!(!env.exists("root/.ssh/authorized_keys"), "a denied path was written");
+    assert!(env.exists("outside/victim"), "a file outside every root was deleted");
+}
+
+/// A command cannot write a journal into a state directory inside a read-write root either:
+/// the commands' namespace hides it.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_command_cannot_reach_the_state_directory() {
+    use crate::isolation::{kernel_has_landlock, namespaces_work, User};
+    if !require("Landlock", kernel_has_landlock())
+        || !require("user namespaces", namespaces_work(User::Invoker))
+    {
+        return;
+    }
+    let env = TestEnv::new(&["root"], &[]);
+    let allow = vec![format!("{}:rw", env.p("root"))];
+    let mut server = server(&allow, &env.p("root/state"), None);
+    let command = "echo forged > state/replay/999999.journal; ls -A state/replay";
+    let reply = server.call("execute_command", json!({"command": command}));
+    let content = reply.result()["content"].as_array().cloned().unwrap_or_default();
+    let text: Vec<&str> = content.iter().filter_map(|c| c["text"].as_str()).collect();
+    // A listing would show the server's own `<pid>.lock`.
+    assert!(!text.join("\n").contains(".lock"), "{text:?}");
+    assert!(!env.exists("root/state/replay/999999.journal"), "a command wrote a journal");
 }
 
 fn patch_refused_with(state: &str, root: &str) -> String {
