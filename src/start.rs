@@ -222,7 +222,8 @@ fn scope(config: Config, confined: &Confined, state: Option<Arc<StateDir>>) -> (
 
 /// Opens the server's state directory and recovers the patches a killed server left half
 /// applied, before the sandbox (which grants no path outside the allowed directories): each
-/// file all old or all new again. Without `$XDG_STATE_HOME` or `$HOME`, a per-user directory in the system's temp directory
+/// file all old or all new again, each path resolved beneath `config`'s read-write directories.
+/// Without `$XDG_STATE_HOME` or `$HOME`, a per-user directory in the system's temp directory
 /// serves. `None`, and apply_patch refused, when it cannot be opened, or is not a directory of
 /// this user's that no one else may write. The directory is added to `config`'s deny rules, for
 /// the file tools and the commands: a journal written through them would be replayed at the
@@ -243,10 +244,16 @@ fn open_state(config: &mut Config) -> Option<Arc<StateDir>> {
             return None;
         }
     };
-    match state.recover() {
+    match state.recover(&config.roots, &config.deny) {
         Ok(recovered) => {
             for done in recovered {
-                tracing::warn!("recovered a patch a killed server left: {done:?}");
+                match done {
+                    journal::Recovered::Refused { journal, why } => tracing::warn!(
+                        journal = %journal.display(),
+                        "a journal a killed server left was not replayed, and is left in place: {why}"
+                    ),
+                    done => tracing::warn!("recovered a patch a killed server left: {done:?}"),
+                }
             }
         }
         Err(e) => tracing::warn!(dir = %dir.display(), "recovering the journals: {e}"),

@@ -1,7 +1,8 @@
 //! Attacks on apply_patch's journal: a journal forged through the tools, a state directory
-//! someone else controls.
+//! someone else controls, a symlink planted in a journaled directory after a crash.
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::unix::process::ExitStatusExt;
 
 use serde_json::json;
 
@@ -56,12 +57,68 @@ fn a_journal_written_through_a_tool_does_not_reach_outside_the_policy() {
     first.call_err("write_file", args, -32001);
     first.call_err("list_directory", json!({"path": env.p("root/state/replay")}), -32001);
     drop(first);
+    // A journal planted by other means (not through this server) is refused too.
+    std::fs::write(env.path("root/state/replay/999998.journal"), &journal).unwrap();
 
     let mut next = server(&allow, &state, None);
     let _ = next.call_text("list_allowed_directories", json!({}));
     assert_eq!(env.read_string("ro/victim"), "read-only\n", "a :ro file was replaced");
     assert!(!env.exists("root/.ssh/authorized_keys"), "a denied path was written");
     assert!(env.exists("outside/victim"), "a file outside every root was deleted");
+    assert!(env.exists("root/state/replay/999998.journal"), "a refused journal is left");
+}
+
+/// A server is killed between the commit point and a deletion; before the next start the
+/// journaled directory is replaced by a symlink to the outside. Recovery must not delete the
+/// file of the same name there.
+#[test]
+fn recovery_follows_no_symlink_planted_in_a_journaled_directory() {
+    if !cfg!(debug_assertions) {
+        return;
+    }
+    let env = TestEnv::new(
+        &[],
+        &[("root/sub/victim", "in the project\n"), ("outside/victim", "outside\n")],
+    );
+    let state = env.p("state");
+    let allow = vec![format!("{}:rw", env.p("root"))];
+    let mut first = server(&allow, &state, Some("committed"));
+    let body = "*** Begin Patch\n*** Delete File: sub/victim\n*** End Patch";
+    let args = json!({"patch": body, "workingDirectory": env.p("root")});
+    first.send(&json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+        "params": {"name": "apply_patch", "arguments": args}}));
+    let (_, status) = first.finish();
+    assert_eq!(status.signal(), Some(9));
+    std::fs::rename(env.path("root/sub"), env.path("root/sub.moved")).unwrap();
+    std::os::unix::fs::symlink(env.path("outside"), env.path("root/sub")).unwrap();
+
+    let mut next = server(&allow, &state, None);
+    let _ = next.call_text("list_allowed_directories", json!({}));
+    assert!(env.exists("outside/victim"), "recovery deleted a file outside every root");
+}
+
+/// A journal recovery cannot read (here a directory, `1.journal`, which sorts before every
+/// other pid's) does not keep the next one from being recovered.
+#[test]
+fn a_stuck_journal_does_not_block_the_next() {
+    if !cfg!(debug_assertions) {
+        return;
+    }
+    let env = TestEnv::new(&["state/replay/1.journal"], &[("root/f", "old\n")]);
+    let state = env.p("state");
+    let allow = vec![format!("{}:rw", env.p("root"))];
+    let mut first = server(&allow, &state, Some("committed"));
+    let body = "*** Begin Patch\n*** Update File: f\n@@\n-old\n+new\n*** End Patch";
+    let args = json!({"patch": body, "workingDirectory": env.p("root")});
+    first.send(&json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+        "params": {"name": "apply_patch", "arguments": args}}));
+    let (_, status) = first.finish();
+    assert_eq!(status.signal(), Some(9));
+    assert_eq!(env.read_string("root/f"), "old\n");
+
+    let mut next = server(&allow, &state, None);
+    let _ = next.call_text("list_allowed_directories", json!({}));
+    assert_eq!(env.read_string("root/f"), "new\n", "the journal after the stuck one was left");
 }
 
 /// A command cannot write a journal into a state directory inside a read-write root either:
