@@ -89,7 +89,7 @@ fn answer(stdout: &str, stderr: &str, status: u8) -> ExitCode {
     ExitCode::from(status)
 }
 
-fn serve(config: Config) -> ExitCode {
+fn serve(mut config: Config) -> ExitCode {
     init_logging(config.log_filter.as_deref());
     for root in &config.roots {
         tracing::info!(path = %root.path.display(), access = ?root.access, "allowed directory");
@@ -106,7 +106,7 @@ fn serve(config: Config) -> ExitCode {
     if commands {
         limits::make_pids_cgroup(config.command_limits.processes);
     }
-    let state = open_state();
+    let state = open_state(&mut config);
     let mut confined = if config.roots.is_empty() && config.sandbox.enabled {
         confine_later(&config, commands)
     } else {
@@ -137,7 +137,7 @@ fn serve(config: Config) -> ExitCode {
 /// `replay call`: the server's start-up (sandbox included) and one tool call, then exit.
 /// SIGINT, SIGTERM or SIGHUP cancel the call (killing a command it started) and exit 128+N.
 fn call_once(call: OneShot) -> ExitCode {
-    let OneShot { config, tool, args, json } = call;
+    let OneShot { mut config, tool, args, json } = call;
     let args = match args.read() {
         Ok(args) => args,
         Err(message) => return answer("", &message, 2),
@@ -147,7 +147,7 @@ fn call_once(call: OneShot) -> ExitCode {
     if commands {
         limits::make_pids_cgroup(config.command_limits.processes);
     }
-    let state = open_state();
+    let state = open_state(&mut config);
     let confined = confine(&config, commands);
     let (policy, settings) = scope(config, &confined, state);
     // After `confine`: the sandbox binds the threads started later, this one included.
@@ -222,23 +222,38 @@ fn scope(config: Config, confined: &Confined, state: Option<Arc<StateDir>>) -> (
 
 /// Opens the server's state directory and recovers the patches a killed server left half
 /// applied, before the sandbox (which grants no path outside the allowed directories): each
-/// file all old or all new again. Without `$XDG_STATE_HOME` or `$HOME`, a per-user directory in
-/// the system's temp directory serves. `None`, and apply_patch refused, when it cannot be opened.
-fn open_state() -> Option<Arc<StateDir>> {
+/// file all old or all new again, each path resolved beneath `config`'s read-write directories.
+/// Without `$XDG_STATE_HOME` or `$HOME`, a per-user directory in the system's temp directory
+/// serves. `None`, and apply_patch refused, when it cannot be opened, or is not a directory of
+/// this user's that no one else may write. The directory is added to `config`'s deny rules, for
+/// the file tools and the commands: a journal written through them would be replayed at the
+/// next start.
+fn open_state(config: &mut Config) -> Option<Arc<StateDir>> {
     let dir = journal::default_state_dir().unwrap_or_else(|| {
-        std::env::temp_dir().join(format!("replay-state-{}", nix::unistd::getuid()))
+        std::env::temp_dir().join(format!("replay-state-{}", nix::unistd::geteuid()))
     });
-    let state = match StateDir::open(&dir) {
+    let opened = StateDir::open(&dir);
+    let real = std::fs::canonicalize(&dir).unwrap_or_else(|_| dir.clone());
+    let private = Arc::new(config.deny.with_private(&[real]));
+    config.deny = Arc::clone(&private);
+    config.sandbox.deny = private;
+    let state = match opened {
         Ok(state) => state,
         Err(e) => {
             tracing::warn!(dir = %dir.display(), "no state directory, so no apply_patch: {e}");
             return None;
         }
     };
-    match state.recover() {
+    match state.recover(&config.roots, &config.deny) {
         Ok(recovered) => {
             for done in recovered {
-                tracing::warn!("recovered a patch a killed server left: {done:?}");
+                match done {
+                    journal::Recovered::Refused { journal, why } => tracing::warn!(
+                        journal = %journal.display(),
+                        "a journal a killed server left was not replayed, and is left in place: {why}"
+                    ),
+                    done => tracing::warn!("recovered a patch a killed server left: {done:?}"),
+                }
             }
         }
         Err(e) => tracing::warn!(dir = %dir.display(), "recovering the journals: {e}"),

@@ -15,6 +15,12 @@
 //! `committed` one rolled forward (the temp files still there renamed, the deletions not yet
 //! made made). Every step of either is idempotent, so a crash during recovery is recovered the
 //! same way. A failure in step 4 while the server runs is rolled back from the backups.
+//! Recovery trusts no path a journal names: each target is resolved again beneath the deepest
+//! allowed root holding it, which must be read-write, through no symlink and under no deny
+//! rule, and its temp file and backup must be `.replay-patch.<pid>.*` beside it; otherwise the
+//! journal is refused and left in place, and the next one recovered. The state directory must
+//! be a directory of this user's that no one else may write, and the tools and commands never
+//! reach it (`DenyRules::with_private`).
 //!
 //! Two servers do not collide: each has its own journal (`<pid>.journal`) and holds an
 //! exclusive `flock` on `<pid>.lock` while it runs; recovery takes only the journals whose lock
@@ -32,7 +38,7 @@ use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
 use std::os::fd::{AsFd, BorrowedFd};
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::fs::{DirBuilderExt, FileExt, OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{DirBuilderExt, FileExt, MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Mutex;
@@ -43,6 +49,8 @@ use nix::unistd::{linkat, unlinkat, UnlinkatFlags};
 
 use crate::platform;
 use crate::policy::confined::{self, Kind, Slot};
+use crate::policy::deny::DenyRules;
+use crate::policy::{deepest_root, Access, AllowedRoot};
 
 /// The prefix of the temp files and backups a commit puts beside its targets.
 pub const PATCH_PREFIX: &str = ".replay-patch.";
@@ -126,6 +134,13 @@ pub enum Recovered {
     Discarded {
         journal: PathBuf,
     },
+    /// Not replayed, and left in place: a path it names lies outside the read-write
+    /// directories, under a deny rule or behind a symlink, or is not a sibling this server
+    /// would have written; or replaying it failed.
+    Refused {
+        journal: PathBuf,
+        why: String,
+    },
 }
 
 impl StateDir {
@@ -134,6 +149,7 @@ impl StateDir {
     /// `recover`.
     pub fn open(dir: &Path) -> io::Result<StateDir> {
         fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
+        private_dir(dir)?;
         let pid = std::process::id();
         let lock = lock_file(dir, pid)?;
         let lock =
@@ -149,10 +165,17 @@ impl StateDir {
         Ok(StateDir { dir: dir.to_path_buf(), journal: Mutex::new(journal), _lock: lock })
     }
 
+    /// The directory, as opened.
+    pub fn path(&self) -> &Path {
+        &self.dir
+    }
+
     /// Recovers the journals of servers that are gone (this process's own pid included: it is a
     /// predecessor's), each rolled back or forward as its state says. Runs at start, before the
-    /// sandbox, by path: the paths were resolved through the policy when they were written.
-    pub fn recover(&self) -> io::Result<Vec<Recovered>> {
+    /// sandbox: each path a journal names is resolved again beneath the read-write directories
+    /// in `roots`, outside `deny`, through no symlink, or the journal is refused and left. One
+    /// journal that cannot be replayed does not keep the others from being.
+    pub fn recover(&self, roots: &[AllowedRoot], deny: &DenyRules) -> io::Result<Vec<Recovered>> {
         let own = std::process::id();
         let mut done = Vec::new();
         let mut names: Vec<_> = fs::read_dir(&self.dir)?
@@ -162,44 +185,151 @@ impl StateDir {
         names.sort();
         for name in names {
             let Some(pid) = journal_pid(&name) else { continue };
-            // Another server's lock, held while it runs; ours is held already.
-            let _held = if pid == own {
-                None
-            } else {
-                let lock = lock_file(&self.dir, pid)?;
-                match Flock::lock(lock, FlockArg::LockExclusiveNonblock) {
-                    Ok(held) => Some(held),
-                    Err((_, Errno::EWOULDBLOCK)) => continue,
-                    Err((_, e)) => return Err(e.into()),
-                }
-            };
             let path = self.dir.join(&name);
-            let text = fs::read(&path)?;
-            if !text.is_empty() {
-                done.push(match parse_journal(&text) {
-                    Some(journal) if journal.committed => {
-                        roll_forward(&journal.entries)?;
-                        Recovered::RolledForward { journal: path.clone() }
-                    }
-                    Some(journal) => {
-                        roll_back(&journal.entries);
-                        Recovered::RolledBack { journal: path.clone() }
-                    }
-                    None => Recovered::Discarded { journal: path.clone() },
-                });
-            }
-            if pid == own {
-                let journal = self.journal.lock().unwrap_or_else(|e| e.into_inner());
-                journal.set_len(0)?;
-                journal.sync_all()?;
-            } else {
-                fs::remove_file(&path)?;
-                let _ = fs::remove_file(self.dir.join(format!("{pid}.lock")));
-                sync_dir(&self.dir);
+            match self.recover_one(pid, own, &path, roots, deny) {
+                Ok(Some(recovered)) => done.push(recovered),
+                Ok(None) => {}
+                Err(why) => done.push(Recovered::Refused { journal: path, why }),
             }
         }
         Ok(done)
     }
+
+    /// One journal: `None` when its server still runs or it is empty; `Err` says why it was
+    /// left in place.
+    fn recover_one(
+        &self,
+        pid: u32,
+        own: u32,
+        path: &Path,
+        roots: &[AllowedRoot],
+        deny: &DenyRules,
+    ) -> Result<Option<Recovered>, String> {
+        // Another server's lock, held while it runs; ours is held already.
+        let _held = if pid == own {
+            None
+        } else {
+            let lock = lock_file(&self.dir, pid).map_err(|e| format!("its lock: {e}"))?;
+            match Flock::lock(lock, FlockArg::LockExclusiveNonblock) {
+                Ok(held) => Some(held),
+                Err((_, Errno::EWOULDBLOCK)) => return Ok(None),
+                Err((_, e)) => return Err(format!("its lock: {e}")),
+            }
+        };
+        let text = fs::read(path).map_err(|e| format!("reading it: {e}"))?;
+        let recovered = if text.is_empty() {
+            None
+        } else {
+            let journal = path.to_path_buf();
+            Some(match parse_journal(&text) {
+                Some(parsed) => {
+                    let resolved = parsed
+                        .entries
+                        .iter()
+                        .map(|entry| resolve(entry, pid, roots, deny))
+                        .collect::<Result<Vec<_>, String>>()?;
+                    if parsed.committed {
+                        roll_forward(&resolved).map_err(|e| format!("rolling it forward: {e}"))?;
+                        Recovered::RolledForward { journal }
+                    } else {
+                        roll_back(&resolved);
+                        Recovered::RolledBack { journal }
+                    }
+                }
+                None => Recovered::Discarded { journal },
+            })
+        };
+        let cleared = if pid == own {
+            let journal = self.journal.lock().unwrap_or_else(|e| e.into_inner());
+            journal.set_len(0).and_then(|()| journal.sync_all())
+        } else {
+            let removed = fs::remove_file(path);
+            let _ = fs::remove_file(self.dir.join(format!("{pid}.lock")));
+            sync_dir(&self.dir);
+            removed
+        };
+        cleared.map_err(|e| format!("clearing it: {e}"))?;
+        Ok(recovered)
+    }
+}
+
+/// Refuses a state directory that is not a directory (a symlink included) owned by this user
+/// with no group or other write: whoever else may write it could plant a journal that this
+/// user's next start replays.
+fn private_dir(dir: &Path) -> io::Result<()> {
+    let meta = fs::symlink_metadata(dir)?;
+    let euid = nix::unistd::geteuid().as_raw();
+    let why = if !meta.file_type().is_dir() {
+        "is not a directory (a symlink is not followed)".to_string()
+    } else if meta.uid() != euid {
+        format!("belongs to uid {}, not to this user (uid {euid})", meta.uid())
+    } else if meta.mode() & 0o022 != 0 {
+        format!("is writable by others (mode {:o}): chmod 700 it", meta.mode() & 0o7777)
+    } else {
+        return Ok(());
+    };
+    Err(io::Error::new(io::ErrorKind::PermissionDenied, format!("the state directory {why}")))
+}
+
+/// One journal entry, resolved again at recovery: its directory opened beneath the deepest
+/// allowed root holding it, through no symlink, and the names in it.
+struct Resolved {
+    dir: std::os::fd::OwnedFd,
+    target: std::ffi::OsString,
+    temp: Option<std::ffi::OsString>,
+    backup: Option<std::ffi::OsString>,
+}
+
+/// `entry` as recovery may replay it, or why not: its target lies in a read-write root, under
+/// no deny rule, reached through no symlink, and its temp file and backup are this journal's
+/// server's siblings of it (`.replay-patch.<pid>.*` in the target's directory).
+fn resolve(
+    entry: &Entry,
+    pid: u32,
+    roots: &[AllowedRoot],
+    deny: &DenyRules,
+) -> Result<Resolved, String> {
+    use std::path::Component;
+    let target = &entry.target;
+    let shown = target.display();
+    let plain = target.is_absolute()
+        && target.components().all(|c| matches!(c, Component::RootDir | Component::Normal(_)));
+    let (Some(dir), Some(name), true) = (target.parent(), target.file_name(), plain) else {
+        return Err(format!("{shown} is not an absolute path to a file"));
+    };
+    let prefix = format!("{PATCH_PREFIX}{pid}.");
+    let sibling = |path: &Option<PathBuf>| -> Result<Option<std::ffi::OsString>, String> {
+        let Some(path) = path else { return Ok(None) };
+        match (path.parent(), path.file_name()) {
+            (Some(parent), Some(file))
+                if parent == dir && file.as_bytes().starts_with(prefix.as_bytes()) =>
+            {
+                Ok(Some(file.to_os_string()))
+            }
+            _ => Err(format!("{} is not a {prefix}* file beside {shown}", path.display())),
+        }
+    };
+    let (temp, backup) = (sibling(&entry.temp)?, sibling(&entry.backup)?);
+    let root = deepest_root(roots, target)
+        .map(|i| &roots[i])
+        .filter(|root| root.access == Access::Write && root.path != *target)
+        .ok_or_else(|| format!("{shown} is in no read-write allowed directory"))?;
+    if let Some(rule) = deny.matching(&root.path, target) {
+        return Err(format!("{shown} is denied by {rule}"));
+    }
+    let flags = OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC;
+    let opened = nix::fcntl::open(&root.path, flags, nix::sys::stat::Mode::empty())
+        .map_err(io::Error::from)
+        .and_then(|root_fd| match dir.strip_prefix(&root.path) {
+            Ok(rel) if rel.as_os_str().is_empty() => Ok(root_fd),
+            Ok(rel) => {
+                confined::open_beneath(root_fd.as_fd(), rel, flags, nix::sys::stat::Mode::empty())
+            }
+            Err(_) => Err(io::Error::from(Errno::EXDEV)),
+        });
+    let dir =
+        opened.map_err(|e| format!("{} cannot be opened without a symlink: {e}", dir.display()))?;
+    Ok(Resolved { dir, target: name.to_os_string(), temp, backup })
 }
 
 fn lock_file(dir: &Path, pid: u32) -> io::Result<File> {
@@ -434,49 +564,44 @@ fn discard(entries: &[Entry], changes: &[Change]) {
     }
 }
 
-/// Puts one entry's change in place by path, at recovery: idempotent, for a crash during
-/// recovery to be recovered the same way.
-fn apply(entry: &Entry) -> io::Result<()> {
+/// Puts one entry's change in place through its directory's handle, at recovery: idempotent,
+/// for a crash during recovery to be recovered the same way.
+fn apply(entry: &Resolved) -> io::Result<()> {
+    let dir = entry.dir.as_fd();
     match &entry.temp {
-        Some(temp) => match fs::rename(temp, &entry.target) {
-            Err(e) if e.kind() == io::ErrorKind::NotFound && !temp.exists() => Ok(()),
-            other => other,
+        Some(temp) => match renameat(dir, temp.as_os_str(), dir, entry.target.as_os_str()) {
+            Err(Errno::ENOENT) if confined::stat_at(dir, temp) == Err(Errno::ENOENT) => Ok(()),
+            other => Ok(other?),
         },
-        None => match fs::remove_file(&entry.target) {
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
-            other => other,
+        None => match unlinkat(dir, entry.target.as_os_str(), UnlinkatFlags::NoRemoveDir) {
+            Err(Errno::ENOENT) => Ok(()),
+            other => Ok(other?),
         },
     }
 }
 
-fn roll_forward(entries: &[Entry]) -> io::Result<()> {
+fn roll_forward(entries: &[Resolved]) -> io::Result<()> {
     for entry in entries {
         apply(entry)?;
     }
-    for dir in parents(entries) {
-        sync_dir(dir);
+    for entry in entries {
+        let _ = nix::unistd::fsync(entry.dir.as_fd());
     }
-    for backup in entries.iter().filter_map(|entry| entry.backup.as_ref()) {
-        let _ = fs::remove_file(backup);
+    for entry in entries {
+        if let Some(backup) = &entry.backup {
+            let _ = unlinkat(entry.dir.as_fd(), backup.as_os_str(), UnlinkatFlags::NoRemoveDir);
+        }
     }
     Ok(())
 }
 
 /// Removes the temp files and backups: no target has changed yet.
-fn roll_back(entries: &[Entry]) {
+fn roll_back(entries: &[Resolved]) {
     for entry in entries {
         for sibling in [&entry.temp, &entry.backup].into_iter().flatten() {
-            let _ = fs::remove_file(sibling);
+            let _ = unlinkat(entry.dir.as_fd(), sibling.as_os_str(), UnlinkatFlags::NoRemoveDir);
         }
     }
-}
-
-/// The targets' directories, once each.
-fn parents(entries: &[Entry]) -> Vec<&Path> {
-    let mut dirs: Vec<&Path> = entries.iter().filter_map(|e| e.target.parent()).collect();
-    dirs.sort();
-    dirs.dedup();
-    dirs
 }
 
 /// Makes a directory's entries durable: best effort, as a directory some file systems cannot

@@ -21,7 +21,6 @@ use crate::fs::digest;
 use crate::fs::journal::{self, Change};
 use crate::fs::read::read_capped;
 use crate::policy::{Policy, ResolvedPath};
-use crate::reply_size::Budget;
 use crate::tools::{edit, Ctx, Output};
 
 use self::parse::FileOp;
@@ -327,8 +326,10 @@ fn commit(ctx: &Ctx, planned: &[Planned]) -> Result<(), ToolError> {
             op: "open the journal for",
             path: PathBuf::from("apply_patch"),
             source: std::io::Error::other(
-                "the server has no state directory: set XDG_STATE_HOME or HOME to a writable \
-                 directory and restart it",
+                "the server has no state directory it can use (its log says why): it must be a \
+                 directory of this user's that no group or other user may write, \
+                 $XDG_STATE_HOME/replay or ~/.local/state/replay; fix it, or set XDG_STATE_HOME \
+                 to such a directory, and restart the server",
             ),
         });
     };

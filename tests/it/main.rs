@@ -39,6 +39,8 @@ mod write;
 mod edit;
 // apply_patch: the Codex envelope's cases, all or nothing across files, a SIGKILL mid-commit.
 mod patch;
+// apply_patch's journal: forged, in a state directory others control, or behind a symlink.
+mod journal_attacks;
 // The stale-write guard: the sha256 reads report, and each writer's expectedSha256.
 mod stale;
 // copy_file: files and trees with modes and links, overwrite, nothing left on failure.

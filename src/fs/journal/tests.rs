@@ -26,6 +26,12 @@ fn contents(dir: &Path) -> String {
     out.join(" ")
 }
 
+/// What recovery does with `root` as the one read-write directory, no deny rules.
+fn recover(state: &StateDir, root: &Path) -> Vec<Recovered> {
+    let roots = [AllowedRoot { path: root.to_path_buf(), access: Access::Write }];
+    state.recover(&roots, &DenyRules::default()).unwrap()
+}
+
 const OLD: &str = "a=A b=B d=D";
 const NEW: &str = "a=A2 c=C2 e=B2";
 
@@ -64,7 +70,7 @@ fn check(stop_at: Option<Step>, expect: &str) {
     let state = StateDir::open(&root.join("state")).unwrap();
     let changes = scenario(&files);
     commit_until(&state, &changes, |step| Some(step) == stop_at).unwrap();
-    let recovered = state.recover().unwrap();
+    let recovered = recover(&state, &root);
     let what = match recovered.as_slice() {
         [] => "clean",
         [Recovered::RolledBack { .. }] => "back",
@@ -75,7 +81,7 @@ fn check(stop_at: Option<Step>, expect: &str) {
     // Nothing left: an empty journal (it and the lock stay while the server runs).
     assert_eq!(contents(&root.join("state")), idle_state());
     // A second recovery finds nothing.
-    assert_eq!(state.recover().unwrap(), vec![]);
+    assert_eq!(recover(&state, &root), vec![]);
     fs::remove_dir_all(&root).unwrap();
 }
 
@@ -143,11 +149,11 @@ fn a_live_servers_journal_is_left_alone() {
     };
     fs::write(state_path.join("7.journal"), journal_text(true, &[entry])).unwrap();
     let other = Flock::lock(lock_file(&state_path, 7).unwrap(), FlockArg::LockExclusive).unwrap();
-    assert_eq!(state.recover().unwrap(), vec![]);
+    assert_eq!(recover(&state, &root), vec![]);
     assert_eq!(contents(&files), ".replay-patch.7.0.0.new=A2 a=A");
     drop(other);
     let journal = state_path.join("7.journal");
-    assert_eq!(state.recover().unwrap(), vec![Recovered::RolledForward { journal }]);
+    assert_eq!(recover(&state, &root), vec![Recovered::RolledForward { journal }]);
     assert_eq!(contents(&files), "a=A2");
     assert_eq!(contents(&state_path), idle_state());
     fs::remove_dir_all(&root).unwrap();
@@ -202,7 +208,44 @@ fn a_torn_journal_is_discarded() {
     let state = StateDir::open(&state_path).unwrap();
     fs::write(state_path.join("8.journal"), "replay-journal 1\nstag").unwrap();
     let journal = state_path.join("8.journal");
-    assert_eq!(state.recover().unwrap(), vec![Recovered::Discarded { journal }]);
+    assert_eq!(recover(&state, &root), vec![Recovered::Discarded { journal }]);
     assert_eq!(contents(&state_path), idle_state());
+    fs::remove_dir_all(&root).unwrap();
+}
+
+/// Recovery replays only what this server's commit would have written: targets in a
+/// read-write root, under no deny rule, reached through no symlink, with `.replay-patch.<pid>.*`
+/// siblings in their own directory. `-` where the entry resolves, else a word of the refusal.
+#[test]
+fn recovery_resolves_each_entry_again() {
+    let root = scratch("resolve");
+    let files = root.join("files");
+    fs::create_dir_all(files.join("ro")).unwrap();
+    fs::create_dir_all(root.join("outside")).unwrap();
+    std::os::unix::fs::symlink(root.join("outside"), files.join("link")).unwrap();
+    let roots = [
+        AllowedRoot { path: files.clone(), access: Access::Write },
+        AllowedRoot { path: files.join("ro"), access: Access::Read },
+    ];
+    let deny = DenyRules::new(&[], false).unwrap();
+    let check = |target: &str, temp: Option<&str>, backup: Option<&str>, expect: &str| {
+        let at = |name: &str| root.join(name);
+        let entry = Entry { target: at(target), temp: temp.map(at), backup: backup.map(at) };
+        let got = match resolve(&entry, 7, &roots, &deny) {
+            Ok(_) => "-".to_string(),
+            Err(why) => why,
+        };
+        assert!(got.contains(expect), "{target} {temp:?} {backup:?}: {got}");
+    };
+    check("files/a", Some("files/.replay-patch.7.0.0.new"), None, "-");
+    check("files/a", None, Some("files/.replay-patch.7.0.0.old"), "-");
+    check("files/a", Some("files/.replay-patch.8.0.0.new"), None, "is not a .replay-patch.7.*");
+    check("files/a", Some("files/evil"), None, "is not a .replay-patch.7.*");
+    check("files/a", Some("outside/.replay-patch.7.0.0.new"), None, "beside");
+    check("outside/a", None, None, "no read-write allowed directory");
+    check("files/ro/a", None, None, "no read-write allowed directory");
+    check("files/.env", None, None, "denied");
+    check("files/link/a", None, None, "without a symlink");
+    check("files/../outside/a", None, None, "not an absolute path");
     fs::remove_dir_all(&root).unwrap();
 }

@@ -1,0 +1,192 @@
+//! Attacks on apply_patch's journal: a journal forged through the tools, a state directory
+//! someone else controls, a symlink planted in a journaled directory after a crash.
+
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::os::unix::process::ExitStatusExt;
+
+use serde_json::json;
+
+use crate::harness::{replay_command, require, Server, TestEnv};
+
+fn hex(text: &str) -> String {
+    text.bytes().map(|b| format!("{b:02x}")).collect()
+}
+
+fn server(allow: &[String], state: &str, kill_at: Option<&str>) -> Server {
+    let mut cmd = replay_command();
+    cmd.arg("--mcp-server");
+    for a in allow {
+        cmd.args(["--allow", a]);
+    }
+    cmd.env("XDG_STATE_HOME", state);
+    if let Some(step) = kill_at {
+        cmd.env("REPLAY_JOURNAL_KILL_AT", step);
+    }
+    let mut server = Server::from_command(cmd);
+    server.initialize("2025-06-18");
+    server
+}
+
+/// The state directory lies inside a read-write root (as it does when the user allows
+/// `$HOME`): a client tries to write a forged `committed` journal there with write_file, and
+/// the next server's start must not rename a file over one of a read-only root or a denied
+/// one, nor delete a file outside every root.
+#[test]
+fn a_journal_written_through_a_tool_does_not_reach_outside_the_policy() {
+    let env = TestEnv::new(
+        &["root/.ssh", "outside"],
+        &[
+            ("root/evil", "attacker\n"),
+            ("root/evil2", "ssh-ed25519 AAAA attacker\n"),
+            ("ro/victim", "read-only\n"),
+            ("outside/victim", "outside\n"),
+        ],
+    );
+    let state = env.p("root/state");
+    let allow = vec![format!("{}:rw", env.p("root")), format!("{}:ro", env.p("ro"))];
+    let mut first = server(&allow, &state, None);
+    let journal = format!(
+        "replay-journal 1\ncommitted\n{} {} -\n{} {} -\n{} - -\nend\n",
+        hex(&env.p("ro/victim")),
+        hex(&env.p("root/evil")),
+        hex(&env.p("root/.ssh/authorized_keys")),
+        hex(&env.p("root/evil2")),
+        hex(&env.p("outside/victim")),
+    );
+    let args = json!({"path": env.p("root/state/replay/999999.journal"), "content": journal});
+    first.call_err("write_file", args, -32001);
+    first.call_err("list_directory", json!({"path": env.p("root/state/replay")}), -32001);
+    drop(first);
+    // A journal planted by other means (not through this server) is refused too.
+    std::fs::write(env.path("root/state/replay/999998.journal"), &journal).unwrap();
+
+    let mut next = server(&allow, &state, None);
+    let _ = next.call_text("list_allowed_directories", json!({}));
+    assert_eq!(env.read_string("ro/victim"), "read-only\n", "a :ro file was replaced");
+    assert!(!env.exists("root/.ssh/authorized_keys"), "a denied path was written");
+    assert!(env.exists("outside/victim"), "a file outside every root was deleted");
+    assert!(env.exists("root/state/replay/999998.journal"), "a refused journal is left");
+}
+
+/// A server is killed between the commit point and a deletion; before the next start the
+/// journaled directory is replaced by a symlink to the outside. Recovery must not delete the
+/// file of the same name there.
+#[test]
+fn recovery_follows_no_symlink_planted_in_a_journaled_directory() {
+    if !cfg!(debug_assertions) {
+        return;
+    }
+    let env = TestEnv::new(
+        &[],
+        &[("root/sub/victim", "in the project\n"), ("outside/victim", "outside\n")],
+    );
+    let state = env.p("state");
+    let allow = vec![format!("{}:rw", env.p("root"))];
+    let mut first = server(&allow, &state, Some("committed"));
+    let body = "*** Begin Patch\n*** Delete File: sub/victim\n*** End Patch";
+    let args = json!({"patch": body, "workingDirectory": env.p("root")});
+    first.send(&json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+        "params": {"name": "apply_patch", "arguments": args}}));
+    let (_, status) = first.finish();
+    assert_eq!(status.signal(), Some(9));
+    std::fs::rename(env.path("root/sub"), env.path("root/sub.moved")).unwrap();
+    std::os::unix::fs::symlink(env.path("outside"), env.path("root/sub")).unwrap();
+
+    let mut next = server(&allow, &state, None);
+    let _ = next.call_text("list_allowed_directories", json!({}));
+    assert!(env.exists("outside/victim"), "recovery deleted a file outside every root");
+}
+
+/// A journal recovery cannot read (here a directory, `1.journal`, which sorts before every
+/// other pid's) does not keep the next one from being recovered.
+#[test]
+fn a_stuck_journal_does_not_block_the_next() {
+    if !cfg!(debug_assertions) {
+        return;
+    }
+    let env = TestEnv::new(&["state/replay/1.journal"], &[("root/f", "old\n")]);
+    let state = env.p("state");
+    let allow = vec![format!("{}:rw", env.p("root"))];
+    let mut first = server(&allow, &state, Some("committed"));
+    let body = "*** Begin Patch\n*** Update File: f\n@@\n-old\n+new\n*** End Patch";
+    let args = json!({"patch": body, "workingDirectory": env.p("root")});
+    first.send(&json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call",
+        "params": {"name": "apply_patch", "arguments": args}}));
+    let (_, status) = first.finish();
+    assert_eq!(status.signal(), Some(9));
+    assert_eq!(env.read_string("root/f"), "old\n");
+
+    let mut next = server(&allow, &state, None);
+    let _ = next.call_text("list_allowed_directories", json!({}));
+    assert_eq!(env.read_string("root/f"), "new\n", "the journal after the stuck one was left");
+}
+
+/// A command cannot write a journal into a state directory inside a read-write root either:
+/// the commands' namespace hides it.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_command_cannot_reach_the_state_directory() {
+    use crate::isolation::{kernel_has_landlock, namespaces_work, User};
+    if !require("Landlock", kernel_has_landlock())
+        || !require("user namespaces", namespaces_work(User::Invoker))
+    {
+        return;
+    }
+    let env = TestEnv::new(&["root"], &[]);
+    let allow = vec![format!("{}:rw", env.p("root"))];
+    let mut server = server(&allow, &env.p("root/state"), None);
+    let command = "echo forged > state/replay/999999.journal; ls -A state/replay";
+    let reply = server.call("execute_command", json!({"command": command}));
+    let content = reply.result()["content"].as_array().cloned().unwrap_or_default();
+    let text: Vec<&str> = content.iter().filter_map(|c| c["text"].as_str()).collect();
+    // A listing would show the server's own `<pid>.lock`.
+    assert!(!text.join("\n").contains(".lock"), "{text:?}");
+    assert!(!env.exists("root/state/replay/999999.journal"), "a command wrote a journal");
+}
+
+fn patch_refused_with(state: &str, root: &str) -> String {
+    let allow = vec![format!("{root}:rw")];
+    let mut server = server(&allow, state, None);
+    let body = "*** Begin Patch\n*** Add File: new\n+x\n*** End Patch";
+    let error =
+        server.call_err("apply_patch", json!({"patch": body, "workingDirectory": root}), -32603);
+    error.message
+}
+
+/// A state directory that others may write is not used: apply_patch is refused, saying why.
+#[test]
+fn a_state_directory_others_may_write_is_not_used() {
+    let env = TestEnv::new(&["root", "state/replay"], &[]);
+    std::fs::set_permissions(env.path("state/replay"), std::fs::Permissions::from_mode(0o777))
+        .unwrap();
+    let message = patch_refused_with(&env.p("state"), &env.p("root"));
+    assert!(message.contains("state directory"), "{message}");
+    assert!(!env.exists("root/new"));
+    assert_eq!(std::fs::metadata(env.path("state/replay")).unwrap().mode() & 0o777, 0o777);
+}
+
+/// A state directory another user owns (as `/tmp/replay-state-<uid>` may be, made by someone
+/// else first) is not used.
+#[test]
+fn a_state_directory_of_another_user_is_not_used() {
+    if !require("root (to give a directory away)", nix::unistd::geteuid().is_root()) {
+        return;
+    }
+    let env = TestEnv::new(&["root", "state/replay"], &[]);
+    std::fs::set_permissions(env.path("state/replay"), std::fs::Permissions::from_mode(0o700))
+        .unwrap();
+    std::os::unix::fs::chown(env.path("state/replay"), Some(4242), Some(4242)).unwrap();
+    let message = patch_refused_with(&env.p("state"), &env.p("root"));
+    assert!(message.contains("state directory"), "{message}");
+    assert!(!env.exists("root/new"));
+}
+
+/// A symlink where the state directory should be is not followed.
+#[test]
+fn a_symlinked_state_directory_is_not_used() {
+    let env = TestEnv::new(&["root", "state", "elsewhere"], &[]);
+    std::os::unix::fs::symlink(env.path("elsewhere"), env.path("state/replay")).unwrap();
+    let message = patch_refused_with(&env.p("state"), &env.p("root"));
+    assert!(message.contains("state directory"), "{message}");
+    assert_eq!(std::fs::read_dir(env.path("elsewhere")).unwrap().count(), 0);
+}
