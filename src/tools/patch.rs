@@ -21,7 +21,6 @@ use crate::fs::digest;
 use crate::fs::journal::{self, Change};
 use crate::fs::read::read_capped;
 use crate::policy::{Policy, ResolvedPath};
-use crate::reply_size::Budget;
 use crate::tools::{edit, Ctx, Output};
 
 use self::parse::FileOp;
