@@ -15,7 +15,7 @@
 
 use std::fmt;
 use std::os::unix::ffi::OsStrExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use globset::{Glob, GlobBuilder, GlobSet, GlobSetBuilder};
 
@@ -55,12 +55,21 @@ pub struct DenyRule {
     pub glob: String,
     /// From the default set rather than `--deny`.
     pub default: bool,
+    /// One of replay's own files (`glob` is its exact path): see [`DenyRules::with_private`].
+    pub private: bool,
 }
 
 impl fmt::Display for DenyRule {
     /// How a refusal names the rule and the flag that lifts it.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.default {
+        if self.private {
+            write!(
+                f,
+                "replay's private state {:?} (its journal or audit log), which no tool or \
+                 command reaches",
+                self.glob
+            )
+        } else if self.default {
             write!(
                 f,
                 "the default deny rule {:?} (files that usually hold secrets); the user can lift \
@@ -101,6 +110,8 @@ pub struct DenyRules {
     anchored_of: Vec<usize>,
     /// Names the default rules leave alone.
     exceptions: GlobSet,
+    /// Exact paths denied with all below them, each with its rule's index: replay's own files.
+    private: Vec<(PathBuf, usize)>,
 }
 
 /// No rules at all.
@@ -125,8 +136,12 @@ impl DenyRules {
         let defaults = if no_defaults { &[][..] } else { DEFAULT_RULES };
         let rules: Vec<DenyRule> = defaults
             .iter()
-            .map(|g| DenyRule { glob: g.to_string(), default: true })
-            .chain(user.iter().map(|g| DenyRule { glob: g.clone(), default: false }))
+            .map(|g| DenyRule { glob: g.to_string(), default: true, private: false })
+            .chain(user.iter().map(|g| DenyRule {
+                glob: g.clone(),
+                default: false,
+                private: false,
+            }))
             .collect();
         let mut names = GlobSetBuilder::new();
         let mut paths = GlobSetBuilder::new();
@@ -174,7 +189,45 @@ impl DenyRules {
             anchored: build(anchored)?,
             anchored_of,
             exceptions: build(exceptions)?,
+            private: Vec::new(),
         })
+    }
+
+    /// These rules and `paths` (absolute, canonical), denied with all below them: replay's own
+    /// files (the journal's state directory, the audit log), which a client could forge or
+    /// replace when they lie inside a read-write directory. The file tools refuse them (-32001)
+    /// and the commands' namespace hides them, before any other match counts.
+    pub fn with_private(&self, paths: &[PathBuf]) -> DenyRules {
+        let mut rules = self.rules.clone();
+        let mut private = self.private.clone();
+        for path in paths {
+            private.push((path.clone(), rules.len()));
+            let glob = path.display().to_string();
+            rules.push(DenyRule { glob, default: false, private: true });
+        }
+        DenyRules {
+            rules,
+            names: self.names.clone(),
+            names_of: self.names_of.clone(),
+            name_affixes: self.name_affixes.clone(),
+            ends: self.ends.clone(),
+            paths: self.paths.clone(),
+            paths_of: self.paths_of.clone(),
+            anchored: self.anchored.clone(),
+            anchored_of: self.anchored_of.clone(),
+            exceptions: self.exceptions.clone(),
+            private,
+        }
+    }
+
+    /// The exact paths [`DenyRules::with_private`] added.
+    pub fn private(&self) -> impl Iterator<Item = &Path> {
+        self.private.iter().map(|(path, _)| path.as_path())
+    }
+
+    fn private_rule(&self, path: &Path) -> Option<&DenyRule> {
+        let hit = self.private.iter().find(|(private, _)| under(path, private))?;
+        Some(&self.rules[hit.1])
     }
 
     pub fn rules(&self) -> &[DenyRule] {
@@ -189,7 +242,7 @@ impl DenyRules {
     /// rule: only a path rule or an anchored one depends on the names above the file. Name
     /// rules match wherever the file goes.
     pub fn has_path_rules(&self) -> bool {
-        !self.paths.is_empty() || !self.anchored.is_empty()
+        !self.paths.is_empty() || !self.anchored.is_empty() || !self.private.is_empty()
     }
 
     /// The rule that denies `path`, which lies in the allowed directory `root`: the first that
@@ -197,6 +250,9 @@ impl DenyRules {
     pub fn matching(&self, root: &Path, path: &Path) -> Option<&DenyRule> {
         if self.is_empty() {
             return None;
+        }
+        if let Some(rule) = self.private_rule(path) {
+            return Some(rule);
         }
         if let Some(rule) = path.ancestors().find_map(|p| self.anchored_rule(p)) {
             return Some(rule);
@@ -220,6 +276,7 @@ impl DenyRules {
     pub fn denies_entry(&self, path: &Path, rel: &Path) -> bool {
         let Some(name) = rel.file_name() else { return false };
         self.name_rule(Path::new(name)).is_some()
+            || self.private.iter().any(|(private, _)| under(path, private))
             || (!self.paths.is_empty() && self.paths.is_match(rel))
             || (!self.anchored.is_empty() && self.anchored.is_match(path))
     }
@@ -297,6 +354,14 @@ fn ends(affixes: &[(Vec<u8>, Vec<u8>)]) -> Box<[[u64; 4]; 256]> {
         }
     }
     ends
+}
+
+/// Whether `path` is `dir` or lies below it, names compared as the filesystems do.
+fn under(path: &Path, dir: &Path) -> bool {
+    let (path, dir) = (path.as_os_str().as_bytes(), dir.as_os_str().as_bytes());
+    path.len() >= dir.len()
+        && same(&path[..dir.len()], dir)
+        && (path.len() == dir.len() || path[dir.len()] == b'/' || dir.ends_with(b"/"))
 }
 
 /// Byte strings equal as names compare: ignoring ASCII case where the filesystems do.

@@ -1,5 +1,6 @@
-//! What the commands' namespace hides: each path under the allowed directories that a deny
-//! rule matches when the sandbox is applied, found by one walk of the roots.
+//! What the commands' namespace hides: replay's private files (`DenyRules::with_private`)
+//! inside the allowed directories, then each path under them that a deny rule matches when the
+//! sandbox is applied, found by one walk of the roots.
 //!
 //! The walk follows no symlink and does not enter a hidden directory. A symlink that a rule
 //! matches hides what it leads to, when that lies in an allowed directory (`.env ->
@@ -35,6 +36,13 @@ pub fn find(roots: &[AllowedRoot], deny: &DenyRules) -> Result<Vec<Hidden>, Stri
     let mut found = Found { hidden: Vec::new(), walked: 0, gave_up: None };
     if deny.is_empty() {
         return Ok(found.hidden);
+    }
+    // replay's own files first: no number of other matches uncovers them.
+    for path in deny.private() {
+        let inside = roots.iter().any(|r| path.starts_with(&r.path));
+        if let (true, Ok(meta)) = (inside, std::fs::symlink_metadata(path)) {
+            found.hidden.push(Hidden { path: path.to_path_buf(), dir: meta.is_dir() });
+        }
     }
     for root in roots {
         walk(roots, deny, &root.path, &root.path, &mut found);

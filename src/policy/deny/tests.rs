@@ -93,3 +93,28 @@ fn affixes_of_name_globs() {
     check("{x,y}.txt", "", ".txt");
     check("*", "", "");
 }
+
+/// Private paths are denied exactly, with all below them, whatever glob metacharacters their
+/// names hold, before any other rule; the rules without them are as they were.
+#[test]
+fn private_paths() {
+    let plain = DenyRules::new(&[], false).unwrap();
+    let private = ["/r/state/replay", "/r/a[b]*/log"].map(std::path::PathBuf::from);
+    let rules = plain.with_private(&private);
+    check(&rules, "/r/state/replay", "/r/state/replay");
+    check(&rules, "/r/state/replay/1.journal", "/r/state/replay");
+    check(&rules, "/r/state/replay.old", "-");
+    check(&rules, "/r/state", "-");
+    check(&rules, "/r/a[b]*/log", "/r/a[b]*/log");
+    check(&rules, "/r/ab/log", "-");
+    check(&rules, "/r/axx/log", "-");
+    check(&rules, "/r/state/replay/.env", "/r/state/replay");
+    check(&rules, "/r/.env", ".env");
+    check(&plain, "/r/state/replay/1.journal", "-");
+    assert!(rules.denies_entry(Path::new("/r/state/replay"), Path::new("state/replay")));
+    assert!(!rules.denies_entry(Path::new("/r/state"), Path::new("state")));
+    let shown = rules.matching(Path::new("/r"), Path::new("/r/state/replay")).unwrap();
+    assert!(shown.to_string().contains("replay's private state"), "{shown}");
+    assert!(rules.has_path_rules());
+    assert_eq!(rules.private().count(), 2);
+}
