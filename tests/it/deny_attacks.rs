@@ -64,3 +64,49 @@ fn decoys_do_not_uncover_a_secret_from_commands() {
     let note = server.call_text("list_allowed_directories", json!({}));
     assert!(note.contains("execute_command is refused"), "{note}");
 }
+
+/// An audit log inside a read-write root: write_file would replace it (temp and rename), and the
+/// server would go on writing to the unlinked old file. The tools refuse the log and its `.1`
+/// as a deny rule does, so later calls still land in it.
+#[test]
+fn the_tools_cannot_replace_the_audit_log() {
+    let env = TestEnv::new(&[], &[("root/a.txt", "a\n")]);
+    let log = env.p("root/audit.jsonl");
+    let allow = format!("{}:rw", env.p("root"));
+    let mut server = Server::start_with(["--mcp-server", "--allow", &allow, "--audit-log", &log]);
+    let forged = json!({"path": log, "content": "{\"forged\":true}\n"});
+    server.call_err("write_file", forged, -32001);
+    let old = json!({"path": format!("{log}.1"), "content": "x"});
+    server.call_err("write_file", old, -32001);
+    server.call_err("read_file", json!({"path": log}), -32001);
+    server.call_text("get_file_info", json!({"path": env.p("root/a.txt")}));
+    let _ = server.finish();
+    let text = env.read_string("root/audit.jsonl");
+    assert!(!text.contains("forged"), "{text}");
+    assert!(text.contains("get_file_info"), "the call after the write is in no file: {text}");
+}
+
+/// Commands find the audit log covered, as they find a denied file.
+#[cfg(target_os = "linux")]
+#[test]
+fn commands_cannot_read_or_change_the_audit_log() {
+    if !require("Landlock", kernel_has_landlock())
+        || !require("user namespaces", namespaces_work(User::Invoker))
+    {
+        return;
+    }
+    let env = TestEnv::new(&[], &[("root/a.txt", "a\n")]);
+    let log = env.p("root/audit.jsonl");
+    let allow = format!("{}:rw", env.p("root"));
+    let mut server = Server::start_with(["--mcp-server", "--allow", &allow, "--audit-log", &log]);
+    server.call_text("get_file_info", json!({"path": env.p("root/a.txt")}));
+    let command = "cat audit.jsonl; echo forged > audit.jsonl; echo forged > audit.jsonl.1";
+    let reply = server.call("execute_command", json!({"command": command}));
+    let stdout = reply.result()["structuredContent"]["stdout"].as_str().unwrap_or_default();
+    assert!(!stdout.contains("get_file_info"), "{stdout}");
+    let _ = server.finish();
+    let text = env.read_string("root/audit.jsonl");
+    // The command's own audit line quotes `forged`; a line that is just `forged` is its write.
+    assert!(!text.lines().any(|l| l == "forged") && text.contains("get_file_info"), "{text}");
+    assert!(!env.read_string("root/audit.jsonl.1").lines().any(|l| l == "forged"));
+}
