@@ -110,3 +110,29 @@ fn commands_cannot_read_or_change_the_audit_log() {
     assert!(!text.lines().any(|l| l == "forged") && text.contains("get_file_info"), "{text}");
     assert!(!env.read_string("root/audit.jsonl.1").lines().any(|l| l == "forged"));
 }
+
+/// After the client narrowed to one directory, a `roots/list` answer whose `roots` is not an
+/// array, is empty or is missing gives nothing usable: nothing is allowed, as for a list of
+/// unusable roots, rather than the whole command line again.
+#[test]
+fn an_odd_roots_answer_after_narrowing_does_not_widen() {
+    for odd in [json!({"roots": "odd"}), json!({"roots": []}), json!({})] {
+        let env = TestEnv::new(&[], &[("root/app/a.txt", "in"), ("root/other/b.txt", "b")]);
+        let allow = format!("{}:rw", env.p("root"));
+        let mut server = Server::spawn(["--mcp-server", "--allow", &allow]);
+        crate::roots::initialize_with_roots(&mut server);
+        crate::roots::answer_roots(&mut server, &[env.p("root/app")]);
+        server.call_err("read_file", json!({"path": env.p("root/other/b.txt")}), -32001);
+        server.notify("notifications/roots/list_changed", json!({}));
+        let request = loop {
+            let message = server.next_message();
+            if message.value["method"] == "roots/list" {
+                break message;
+            }
+        };
+        let id = request.value["id"].clone();
+        server.send(&json!({"jsonrpc": "2.0", "id": id, "result": odd}));
+        server.call_err("read_file", json!({"path": env.p("root/other/b.txt")}), -32001);
+        server.call_err("read_file", json!({"path": env.p("root/app/a.txt")}), -32001);
+    }
+}
