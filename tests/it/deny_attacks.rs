@@ -136,3 +136,24 @@ fn an_odd_roots_answer_after_narrowing_does_not_widen() {
         server.call_err("read_file", json!({"path": env.p("root/app/a.txt")}), -32001);
     }
 }
+
+/// apply_patch names its files in the patch, not in `path`: the audit line records each file a
+/// move, an add and a delete touch, besides the working directory.
+#[test]
+fn the_audit_line_of_apply_patch_names_its_files() {
+    let env = TestEnv::new(&[], &[("root/a.txt", "a\n"), ("root/gone.txt", "g\n")]);
+    let log = env.p("audit.jsonl");
+    let allow = format!("{}:rw", env.p("root"));
+    let mut server = Server::start_with(["--mcp-server", "--allow", &allow, "--audit-log", &log]);
+    let body = "*** Begin Patch\n*** Update File: a.txt\n*** Move to: moved.txt\n@@\n-a\n+b\n\
+                *** Add File: new.txt\n+n\n*** Delete File: gone.txt\n*** End Patch";
+    server.call_text("apply_patch", json!({"patch": body, "workingDirectory": env.p("root")}));
+    let _ = server.finish();
+    let text = std::fs::read_to_string(&log).unwrap();
+    let line: serde_json::Value = serde_json::from_str(text.lines().last().unwrap()).unwrap();
+    let paths: Vec<&str> =
+        line["paths"].as_array().unwrap().iter().filter_map(|p| p.as_str()).collect();
+    for name in ["a.txt", "moved.txt", "new.txt", "gone.txt"] {
+        assert!(paths.contains(&env.p(&format!("root/{name}")).as_str()), "{name}: {paths:?}");
+    }
+}
