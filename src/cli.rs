@@ -564,7 +564,19 @@ fn serve_invocation(cli: &Cli, matches: &ArgMatches) -> Invocation {
         Ok(audit) => config.audit = audit,
         Err(exit) => return Invocation::Exit(exit),
     }
+    if let Some(path) = config.audit.as_ref().map(|audit| audit.path.clone()) {
+        deny_audit_log(&mut config, &path);
+    }
     Invocation::Serve(config)
+}
+
+/// The audit log and its `.1` join the deny rules, for the file tools and the commands: inside
+/// a read-write directory, write_file would replace the log (the server then writing to the
+/// unlinked old file) and a command could rewrite its lines.
+fn deny_audit_log(config: &mut Config, path: &Path) {
+    let private = Arc::new(config.deny.with_private(&[path.to_path_buf(), audit::old_path(path)]));
+    config.deny = Arc::clone(&private);
+    config.sandbox.deny = private;
 }
 
 /// `--audit-log`, opened now: a file that cannot be opened is a usage error at start.

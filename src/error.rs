@@ -109,6 +109,11 @@ pub enum ToolError {
     CommandDenied {
         name: String,
     },
+    /// execute_command refused because the deny rules could not be applied to commands
+    /// (`why`: the start walk gave up).
+    DenyUncovered {
+        why: String,
+    },
     /// An edit did not apply (not found, not unique, bad regex, missing group): nothing written.
     /// `detail` is the edit's own message (`tools::edit`'s `From<EditError>`).
     EditNotApplied {
@@ -157,6 +162,7 @@ impl ToolError {
             | ToolError::Stale { .. }
             | ToolError::InvalidRegex { .. }
             | ToolError::Panicked { .. }
+            | ToolError::DenyUncovered { .. }
             | ToolError::BrokenSchema { .. } => INTERNAL,
         }
     }
@@ -227,6 +233,12 @@ impl fmt::Display for ToolError {
                 "{} does not exist, so it cannot have the expected sha256 {expected}; nothing was \
                  changed",
                 path.display()
+            ),
+            ToolError::DenyUncovered { why } => write!(
+                f,
+                "commands are refused: the deny rules could not be applied to commands ({why}), \
+                 so a command could read the files they hide; the user can restart replay with a \
+                 narrower --allow directory, or with --no-default-deny or fewer --deny rules"
             ),
             ToolError::CommandDenied { name } => {
                 write!(f, "command not allowed: `{name}` is on this server's --deny-command list")

@@ -160,12 +160,14 @@ pub struct ResolvedPath {
     root: Arc<RootDir>,
     /// The policy's deny rules, which a walk below this path applies to what it finds.
     deny: Arc<DenyRules>,
+    /// The command-line directory that holds `real`, which the deny rules count from.
+    deny_root: PathBuf,
 }
 
 impl ResolvedPath {
-    /// The deny rules, and the allowed directory their paths are relative to.
+    /// The deny rules, and the directory their paths are relative to.
     pub fn deny_rules(&self) -> (&DenyRules, &Path) {
-        (&self.deny, &self.root.path)
+        (&self.deny, &self.deny_root)
     }
 }
 
@@ -185,6 +187,10 @@ pub struct Policy {
     handles: Vec<Arc<RootDir>>,
     home: Option<PathBuf>,
     deny: Arc<DenyRules>,
+    /// The directories the deny rules count from: the ceiling's (the command line's, or the
+    /// client's first roots when it had none). A client root inside a denied directory
+    /// (`~/.aws`) narrows what is allowed but keeps `.aws/` matching above it.
+    deny_roots: Arc<Vec<PathBuf>>,
 }
 
 impl Policy {
@@ -192,12 +198,19 @@ impl Policy {
     /// here, once.
     pub fn new(roots: Vec<AllowedRoot>, home: Option<PathBuf>, deny: Arc<DenyRules>) -> Policy {
         let handles = roots.iter().map(|r| Arc::new(RootDir::open(&r.path))).collect();
-        Policy { roots, handles, home, deny }
+        let deny_roots = Arc::new(roots.iter().map(|r| r.path.clone()).collect());
+        Policy { roots, handles, home, deny, deny_roots }
     }
 
-    /// The same policy over other roots (client roots narrowing the command line's).
+    /// The same policy over other roots (client roots narrowing the command line's). The deny
+    /// rules keep counting from the ceiling; a policy without roots has none yet, and `roots`
+    /// (a client's first) become it.
     pub fn with_roots(&self, roots: Vec<AllowedRoot>) -> Policy {
-        Policy::new(roots, self.home.clone(), Arc::clone(&self.deny))
+        let mut policy = Policy::new(roots, self.home.clone(), Arc::clone(&self.deny));
+        if !self.deny_roots.is_empty() {
+            policy.deny_roots = Arc::clone(&self.deny_roots);
+        }
+        policy
     }
 
     pub fn deny_rules(&self) -> &DenyRules {
@@ -290,17 +303,28 @@ impl Policy {
         };
         // Both names count: a link `notes -> .env` resolves to a denied path, and a link
         // `.env -> config/prod` is named by one.
-        let shown_root = deepest_root(&self.roots, &shown).map(|j| &self.roots[j].path);
+        let deny_root = self.deny_root(&real).unwrap_or(&self.roots[i].path).clone();
+        let shown_root = self.deny_root(&shown);
         let hidden = self
             .deny
-            .matching(&self.roots[i].path, &real)
+            .matching(&deny_root, &real)
             .or_else(|| shown_root.and_then(|root| self.deny.matching(root, &shown)));
         if let Some(rule) = hidden {
             let reason = DenyReason::Hidden { rule: rule.clone() };
             return Err(Denied { path: shown, reason });
         }
         let (access, root) = (self.roots[i].access, Arc::clone(&self.handles[i]));
-        Ok(ResolvedPath { access, real, shown, root, deny: Arc::clone(&self.deny) })
+        let deny = Arc::clone(&self.deny);
+        Ok(ResolvedPath { access, real, shown, root, deny, deny_root })
+    }
+
+    /// The directory the deny rules count from for `path`: the deepest ceiling directory that
+    /// holds it, so that a client root does not start the count below a denied directory;
+    /// else the deepest allowed root that holds it.
+    fn deny_root(&self, path: &Path) -> Option<&PathBuf> {
+        let holding = self.deny_roots.iter().filter(|r| path.starts_with(r));
+        let ceiling = holding.max_by_key(|r| r.components().count());
+        ceiling.or_else(|| deepest_root(&self.roots, path).map(|j| &self.roots[j].path))
     }
 
     /// Returns `(shown, real)`.

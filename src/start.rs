@@ -116,7 +116,7 @@ fn serve(mut config: Config) -> ExitCode {
         if config.roots.iter().any(|root| audit.path.starts_with(&root.path)) {
             tracing::warn!(
                 path = %audit.path.display(),
-                "the audit log is inside an allowed directory, where the client's tools and commands can read and change it: keep it outside them"
+                "the audit log is inside an allowed directory: the tools refuse it and commands find it covered, but with no sandbox (or without the commands' namespace) commands can change it: keep it outside them"
             );
         }
     }

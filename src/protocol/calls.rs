@@ -347,8 +347,9 @@ struct Audited {
 }
 
 impl Audited {
-    /// The arguments that name paths, each resolved as a read would resolve it (as given
-    /// when the policy refuses it), and `execute_command`'s command text.
+    /// The arguments that name paths (and the files a patch names), each resolved as a read
+    /// would resolve it (as given when the policy refuses it), and `execute_command`'s command
+    /// text.
     fn of(request: &ToolCall, policy: &Policy) -> Audited {
         let mut paths = Vec::new();
         let mut add = |raw: &str| match policy.resolve_read(raw) {
@@ -362,6 +363,12 @@ impl Audited {
         }
         if let Some(list) = request.args.get("paths").and_then(Value::as_array) {
             list.iter().filter_map(Value::as_str).for_each(&mut add);
+        }
+        // A patch names its files in its text: each header's path (added, deleted, updated,
+        // moved to), so that the line says which files a patch touched.
+        if request.tool == Tool::ApplyPatch {
+            let targets = crate::tools::patch::targets(policy, &request.args).unwrap_or_default();
+            targets.iter().for_each(|raw| add(raw));
         }
         let command = (request.tool == Tool::ExecuteCommand)
             .then(|| request.args.get("command").and_then(Value::as_str).map(str::to_string))

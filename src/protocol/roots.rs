@@ -3,8 +3,8 @@
 //! The command line is the ceiling. Client roots narrow the allowed set to what lies inside it
 //! and never widen it: a root outside every command-line directory is ignored, and a root that
 //! holds command-line directories allows just those. A list of roots none of which is usable (a
-//! missing directory, a regular file, a URI that is not `file://`) allows nothing until a usable
-//! list arrives: the client asked for less, so it never gets the whole ceiling back. With no
+//! missing directory, a regular file, a URI that is not `file://`), an empty list or an answer
+//! without a list allows nothing until a usable list arrives: the client asked for less, so it never gets the whole ceiling back. With no
 //! directories on the command line, the first roots a client sends become the ceiling (and the
 //! sandbox is applied then).
 
@@ -14,27 +14,20 @@ use serde_json::Value;
 
 use crate::policy::{canonical_root, deepest_root, Access, AllowedRoot, MAX_ROOTS};
 
-/// What a `roots/list` result asks for.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ClientRoots {
-    /// No roots at all (no folder open, or a result without a `roots` array): the client has
-    /// not asked for less, so the ceiling stands.
-    None,
-    /// The usable directories among the roots sent; empty when none was usable, which allows
-    /// nothing.
-    Dirs(Vec<PathBuf>),
-}
-
 /// The directories a `roots/list` result names: `file://` URIs of existing directories,
 /// canonical, in the client's order, at most `MAX_ROOTS` of them. Anything else is skipped
-/// with a warning.
-pub fn parse(result: &Value) -> ClientRoots {
+/// with a warning. A result with no roots array, or an empty one, names none: a client that
+/// answers asked for less than the command line, and an answer that cannot be read is no
+/// reason to give it everything (only a client without the roots capability, or one that has
+/// not answered yet, keeps the command line).
+pub fn parse(result: &Value) -> Vec<PathBuf> {
     let Some(roots) = result.get("roots").and_then(Value::as_array) else {
-        tracing::warn!(%result, "roots/list result without a roots array; ignored");
-        return ClientRoots::None;
+        tracing::warn!(%result, "roots/list result without a roots array: nothing is allowed until the client sends usable roots");
+        return Vec::new();
     };
     if roots.is_empty() {
-        return ClientRoots::None;
+        tracing::warn!("the client sent no roots: nothing is allowed until it sends one");
+        return Vec::new();
     }
     let mut dirs: Vec<PathBuf> = Vec::new();
     if roots.len() > MAX_ROOTS {
@@ -64,16 +57,11 @@ pub fn parse(result: &Value) -> ClientRoots {
             roots.len()
         );
     }
-    ClientRoots::Dirs(dirs)
+    dirs
 }
 
-/// The allowed set for client roots `client` under `ceiling`. [`ClientRoots::None`] leaves the
-/// ceiling as it is (a client with no folder open has not asked for less); roots none of which
-/// is usable allow nothing.
-pub fn narrow(ceiling: &[AllowedRoot], client: &ClientRoots) -> Vec<AllowedRoot> {
-    let ClientRoots::Dirs(client) = client else {
-        return ceiling.to_vec();
-    };
+/// The allowed set for the client's directories `client` under `ceiling`; none allows nothing.
+pub fn narrow(ceiling: &[AllowedRoot], client: &[PathBuf]) -> Vec<AllowedRoot> {
     let mut out: Vec<AllowedRoot> = Vec::new();
     let mut add = |root: AllowedRoot| {
         if !out.iter().any(|r| r.path == root.path) {
@@ -151,11 +139,8 @@ mod tests {
     }
 
     #[track_caller]
-    fn check(ceiling: &[AllowedRoot], client: Option<&[&str]>, expect: &[(&str, Access)]) {
-        let client = match client {
-            Some(dirs) => ClientRoots::Dirs(dirs.iter().map(PathBuf::from).collect()),
-            None => ClientRoots::None,
-        };
+    fn check(ceiling: &[AllowedRoot], client: &[&str], expect: &[(&str, Access)]) {
+        let client: Vec<PathBuf> = client.iter().map(PathBuf::from).collect();
         let got = narrow(ceiling, &client);
         let expect: Vec<AllowedRoot> = expect.iter().map(|(p, a)| root(p, *a)).collect();
         assert_eq!(got, expect);
@@ -166,17 +151,29 @@ mod tests {
         use Access::{Read, Write};
         let ceiling = [root("/p", Write), root("/p/vendor", Read), root("/docs", Read)];
         // Inside: narrowed to the client's directory, with the access of the root holding it.
-        check(&ceiling, Some(&["/p/src"]), &[("/p/src", Write)]);
-        check(&ceiling, Some(&["/docs/api"]), &[("/docs/api", Read)]);
-        check(&ceiling, Some(&["/p/vendor/x"]), &[("/p/vendor/x", Read)]);
+        check(&ceiling, &["/p/src"], &[("/p/src", Write)]);
+        check(&ceiling, &["/docs/api"], &[("/docs/api", Read)]);
+        check(&ceiling, &["/p/vendor/x"], &[("/p/vendor/x", Read)]);
         // The same directory: nested command-line roots keep their own access.
-        check(&ceiling, Some(&["/p"]), &[("/p", Write), ("/p/vendor", Read)]);
+        check(&ceiling, &["/p"], &[("/p", Write), ("/p/vendor", Read)]);
         // Outside: ignored; a client root above command-line ones allows just those.
-        check(&ceiling, Some(&["/etc"]), &[]);
-        check(&ceiling, Some(&["/"]), &[("/p", Write), ("/p/vendor", Read), ("/docs", Read)]);
-        check(&ceiling, Some(&["/pp"]), &[]);
-        // No roots: the command line stands. Roots none of which was usable: nothing.
-        check(&ceiling, None, &[("/p", Write), ("/p/vendor", Read), ("/docs", Read)]);
-        check(&ceiling, Some(&[]), &[]);
+        check(&ceiling, &["/etc"], &[]);
+        check(&ceiling, &["/"], &[("/p", Write), ("/p/vendor", Read), ("/docs", Read)]);
+        check(&ceiling, &["/pp"], &[]);
+        // No usable roots: nothing.
+        check(&ceiling, &[], &[]);
+    }
+
+    /// An answer with no roots array, or an empty one, names no directory.
+    #[test]
+    fn odd_answers_name_nothing() {
+        for odd in [
+            serde_json::json!({"roots": "odd"}),
+            serde_json::json!({"roots": []}),
+            serde_json::json!({}),
+            serde_json::json!(null),
+        ] {
+            assert_eq!(parse(&odd), Vec::<PathBuf>::new(), "{odd}");
+        }
     }
 }

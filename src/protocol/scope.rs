@@ -2,11 +2,12 @@
 //! roots under the ceiling, and the sandbox that a server started without directories applies
 //! when the client's first roots arrive.
 
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex, RwLock};
 
 use crate::policy::{Access, AllowedRoot, Policy};
 use crate::protocol::lock;
-use crate::protocol::roots::{self, ClientRoots};
+use crate::protocol::roots;
 use crate::sandbox::Sandbox;
 use crate::tools::Settings;
 
@@ -58,15 +59,14 @@ impl Scopes {
     /// Narrows the allowed set to the client's roots (never beyond the ceiling). A server
     /// started without directories takes the first roots as its ceiling and applies the
     /// sandbox now, from this thread, before any thread that would escape it exists.
-    pub fn apply_roots(&self, client_roots: &ClientRoots) {
+    pub fn apply_roots(&self, client_roots: &[PathBuf]) {
         let mut ceiling = lock(&self.ceiling);
         let mut settings = (*self.current().settings).clone();
         if ceiling.is_empty() {
-            let ClientRoots::Dirs(dirs) = client_roots else { return };
-            if dirs.is_empty() {
+            if client_roots.is_empty() {
                 return;
             }
-            *ceiling = roots::as_ceiling(dirs);
+            *ceiling = roots::as_ceiling(client_roots);
             if self.read_only {
                 ceiling.iter_mut().for_each(|root| root.access = Access::Read);
             }

@@ -5,8 +5,9 @@
 //! The walk follows no symlink and does not enter a hidden directory. A symlink that a rule
 //! matches hides what it leads to, when that lies in an allowed directory (`.env ->
 //! config/prod.env` hides `config/prod.env`). The cost is bounded: past `MAX_HIDDEN` matches,
-//! or `MAX_WALKED` entries, the walk gives up with a warning and commands see the rest (the
-//! file tools still refuse them). The walk is sequential and runs once, at start: over the
+//! or `MAX_WALKED` entries, the walk gives up and says why; the server then refuses every
+//! command rather than let commands see what the rules hide (4,100 decoy `*.pem` files would
+//! otherwise uncover a `.env` the walk had not reached). The walk is sequential and runs once, at start: over the
 //! benchmark corpus (48,000 entries) it added 240-300 ms to a start (850 ms once, cold) on two
 //! cores under a load average of 12 (a start to `initialize` with the defaults against `--no-default-deny`); the
 //! walk's cost grows with the entries, so 2,000,000 entries would cost seconds.
@@ -29,11 +30,19 @@ pub struct Hidden {
     pub dir: bool,
 }
 
-/// The paths under `roots` that `deny` hides, sorted, outermost first.
-pub fn find(roots: &[AllowedRoot], deny: &DenyRules) -> Vec<Hidden> {
+/// The paths under `roots` that `deny` hides, sorted, outermost first; `Err` says why the walk
+/// gave up, when it did.
+pub fn find(roots: &[AllowedRoot], deny: &DenyRules) -> Result<Vec<Hidden>, String> {
     let mut found = Found { hidden: Vec::new(), walked: 0, gave_up: None };
     if deny.is_empty() {
-        return found.hidden;
+        return Ok(found.hidden);
+    }
+    // replay's own files first: no number of other matches uncovers them.
+    for path in deny.private() {
+        let inside = roots.iter().any(|r| path.starts_with(&r.path));
+        if let (true, Ok(meta)) = (inside, std::fs::symlink_metadata(path)) {
+            found.hidden.push(Hidden { path: path.to_path_buf(), dir: meta.is_dir() });
+        }
     }
     // replay's own files first: no number of other matches uncovers them.
     for path in deny.private() {
@@ -47,13 +56,16 @@ pub fn find(roots: &[AllowedRoot], deny: &DenyRules) -> Vec<Hidden> {
     }
     found.hidden.sort_by(|a, b| a.path.cmp(&b.path));
     found.hidden.dedup_by(|b, a| b.path.starts_with(&a.path));
-    if let Some(why) = found.gave_up {
-        tracing::warn!(
-            hidden = found.hidden.len(),
-            "deny rules: {why}; commands may see the matches past it (the file tools still refuse them): allow a narrower directory"
-        );
+    match found.gave_up {
+        Some(why) => {
+            tracing::warn!(
+                hidden = found.hidden.len(),
+                "deny rules: {why}; execute_command is refused: allow a narrower directory, or use --no-default-deny or fewer --deny rules"
+            );
+            Err(why)
+        }
+        None => Ok(found.hidden),
     }
-    found.hidden
 }
 
 struct Found {
@@ -70,7 +82,8 @@ fn walk(roots: &[AllowedRoot], deny: &DenyRules, root: &Path, dir: &Path, found:
         }
         found.walked += 1;
         if found.walked > MAX_WALKED {
-            found.gave_up = Some(format!("walked {MAX_WALKED} entries"));
+            found.gave_up =
+                Some(format!("the allowed directories hold more than {MAX_WALKED} entries"));
             return;
         }
         let Ok(kind) = entry.file_type() else { continue };
@@ -84,7 +97,7 @@ fn walk(roots: &[AllowedRoot], deny: &DenyRules, root: &Path, dir: &Path, found:
             };
             if let Some(hidden) = hidden {
                 if found.hidden.len() == MAX_HIDDEN {
-                    found.gave_up = Some(format!("more than {MAX_HIDDEN} matches"));
+                    found.gave_up = Some(format!("more than {MAX_HIDDEN} paths match them"));
                     return;
                 }
                 found.hidden.push(hidden);

@@ -129,16 +129,19 @@ pub enum Isolation {
 pub struct Status {
     pub kernel: Kernel,
     pub isolation: Isolation,
+    /// Why the deny rules could not be applied to commands (the start walk gave up), which
+    /// refuses every command.
+    pub uncovered: Option<String>,
 }
 
 impl Status {
     /// A server waiting for the client's roots.
     pub fn deferred() -> Status {
-        Status { kernel: Kernel::Deferred, isolation: Isolation::Off }
+        Status { kernel: Kernel::Deferred, isolation: Isolation::Off, uncovered: None }
     }
 
     fn disabled() -> Status {
-        Status { kernel: Kernel::Disabled, isolation: Isolation::Off }
+        Status { kernel: Kernel::Disabled, isolation: Isolation::Off, uncovered: None }
     }
 
     /// The line list_allowed_directories adds (and stderr shows) when the sandbox is not fully
@@ -169,7 +172,10 @@ impl Status {
             Isolation::Seccomp(why) => Some(format!("no mount namespace ({why}): commands may not change modes, owners, times or extended attributes (chmod, chown, touch), even in read-write directories")),
             Isolation::Unavailable(why) => Some(format!("no mount namespace ({why}) and no seccomp filter for this architecture: commands can change the modes, owners and times of anything the user owns")),
         };
-        let parts: Vec<String> = reads.into_iter().chain(metadata).collect();
+        let uncovered = self.uncovered.as_ref().map(|why| {
+            format!("deny rules could not be applied to commands ({why}), so execute_command is refused: allow a narrower directory, or start replay with --no-default-deny or fewer --deny rules")
+        });
+        let parts: Vec<String> = reads.into_iter().chain(metadata).chain(uncovered).collect();
         (!parts.is_empty()).then(|| format!("[sandbox: {}]", parts.join("; ")))
     }
 }
@@ -261,6 +267,7 @@ impl Sandbox {
     fn apply_layers(self, roots: &[AllowedRoot]) -> Applied {
         let tmp = self.command_tmp.as_ref().map(|t| t.dir());
         let mut grants = self.config.grants(self.home.as_deref(), roots);
+        let mut uncovered = None;
         let (isolation, namespace, overlays, fresh) = match self.pending {
             Pending::Namespace => {
                 let overlays = tmp.map(|t| cache_overlays(roots, t, &grants)).unwrap_or_default();
@@ -273,7 +280,10 @@ impl Sandbox {
                     .chain(overlays.iter().map(|o| o.target.clone()))
                     .collect();
                 let masks = socket_dirs();
-                let hidden = hidden::find(roots, &self.config.deny);
+                let hidden = hidden::find(roots, &self.config.deny).unwrap_or_else(|why| {
+                    uncovered = Some(why);
+                    Vec::new()
+                });
                 let made = namespace::create(
                     &places,
                     &keep,
@@ -323,8 +333,16 @@ impl Sandbox {
             );
         }
         let reach = Some(Arc::new(Reach::new(roots, tmp, grants)));
-        let confinement = CommandConfinement { confine: true, namespace, filter, domain, reach };
-        Applied { status: Status { kernel, isolation }, confinement }
+        let refusal = uncovered.clone();
+        let confinement = CommandConfinement {
+            confine: true,
+            namespace,
+            filter,
+            domain,
+            reach,
+            uncovered: refusal,
+        };
+        Applied { status: Status { kernel, isolation, uncovered }, confinement }
     }
 
     /// The Seatbelt profile, applied to this process and so inherited by every command.
@@ -336,7 +354,8 @@ impl Sandbox {
             Kernel::Enforced => Isolation::Seatbelt,
             _ => Isolation::Off,
         };
-        Applied { status: Status { kernel, isolation }, confinement: CommandConfinement::none() }
+        let status = Status { kernel, isolation, uncovered: None };
+        Applied { status, confinement: CommandConfinement::none() }
     }
 }
 
@@ -504,6 +523,8 @@ pub struct CommandConfinement {
     domain: Option<Arc<std::os::fd::OwnedFd>>,
     /// What commands may reach: for the refusal hint (`refusal_hint`).
     reach: Option<Arc<Reach>>,
+    /// Why the deny rules could not be applied to commands: every command is refused.
+    uncovered: Option<String>,
 }
 
 impl Default for CommandConfinement {
@@ -520,6 +541,7 @@ impl Default for CommandConfinement {
             #[cfg(target_os = "linux")]
             domain: None,
             reach: None,
+            uncovered: None,
         }
     }
 }
@@ -548,6 +570,11 @@ impl CommandConfinement {
     #[cfg(not(target_os = "linux"))]
     pub fn pid_namespace(&self) -> bool {
         false
+    }
+
+    /// Why no command may run: the deny rules could not be applied to commands.
+    pub fn uncovered(&self) -> Option<&str> {
+        self.uncovered.as_deref()
     }
 
     /// The line a failed command's reply ends with when its `stderr` shows the sandbox
@@ -687,7 +714,8 @@ fn describe_deny(out: &mut String, deny: &DenyRules) {
     }
     out.push_str(
         "Commands see an empty, unreadable file or directory over each match that exists when \
-         the server starts (at most 4096 of them); what a command creates later is not hidden.\n",
+         the server starts (at most 4096 of them, else commands are refused); what a command \
+         creates later is not hidden.\n",
     );
 }
 

@@ -4,7 +4,7 @@ use super::*;
 
 #[track_caller]
 fn check(kernel: Kernel, isolation: Isolation, expect: Option<&str>) {
-    let status = Status { kernel, isolation };
+    let status = Status { kernel, isolation, uncovered: None };
     assert_eq!(status.note().as_deref(), expect, "{status:?}");
 }
 
@@ -47,5 +47,20 @@ fn notes() {
         Kernel::Deferred,
         Isolation::Off,
         Some("[sandbox: waiting for the client's roots: no directory is allowed yet]"),
+    );
+}
+
+#[test]
+fn a_walk_that_gave_up_says_commands_are_refused() {
+    let why = Some("more than 4096 paths match them".to_string());
+    let status =
+        Status { kernel: Kernel::Enforced, isolation: Isolation::Namespace, uncovered: why };
+    assert_eq!(
+        status.note().as_deref(),
+        Some(
+            "[sandbox: deny rules could not be applied to commands (more than 4096 paths match \
+             them), so execute_command is refused: allow a narrower directory, or start replay \
+             with --no-default-deny or fewer --deny rules]"
+        )
     );
 }

@@ -22,6 +22,8 @@ mod roots;
 mod deny;
 // The audit log: a JSON line per tool call.
 mod audit;
+// Attacks on the deny rules, the client roots and the audit log.
+mod deny_attacks;
 
 // The file tools, one module per tool or family.
 // read_file and read_multiple_files: exact text, binary blobs, limits and errors.
