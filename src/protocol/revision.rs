@@ -165,7 +165,7 @@ mod tests {
 
     /// Hosts that load schemas on demand show the model only tool names and the instructions.
     #[test]
-    fn r24_the_instructions_fit_in_120_tokens() {
+    fn the_instructions_fit_in_120_tokens() {
         let bpe = tiktoken_rs::o200k_base().expect("o200k_base ships with tiktoken-rs");
         let n = bpe.encode_ordinary(INSTRUCTIONS).len();
         assert!(n <= 120, "the instructions take {n} tokens, over 120");

@@ -241,7 +241,7 @@ fn visible(def: &ToolDef) -> String {
 /// counts it (the list as one JSON array), with the same tokenizer: tiktoken-rs ships the o200k
 /// ranks, and counted 7,371 on the list count-tokens counted 7,371 (b7b9d93's schemas).
 #[test]
-fn r15_the_tool_list_fits_the_token_budget() {
+fn the_tool_list_fits_the_token_budget() {
     let bpe = tiktoken_rs::o200k_base().expect("o200k_base ships with tiktoken-rs");
     let tools: Vec<String> = definitions().iter().map(visible).collect();
     let total = bpe.encode_ordinary(&format!("[{}]", tools.join(","))).len();

@@ -116,7 +116,7 @@ fn big_ordinary_requests_are_served() {
 /// argument and the nearest known name, at any depth, before anything is read or written.
 /// `dry_run` on edit_file used to be dropped, and the edit written.
 #[test]
-fn r15_a_misspelled_argument_is_refused_with_a_suggestion_and_nothing_changes() {
+fn a_misspelled_argument_is_refused_with_a_suggestion_and_nothing_changes() {
     let env = TestEnv::new(&["root/d"], &[("root/a.txt", "alpha\n"), ("root/d/b.txt", "beta\n")]);
     let a = env.p("root/a.txt");
     let d = env.p("root/d");
@@ -199,7 +199,7 @@ fn r15_a_misspelled_argument_is_refused_with_a_suggestion_and_nothing_changes() 
 
 /// With nothing near, the error lists the names that are known there.
 #[test]
-fn r15_an_unknown_argument_with_no_near_name_lists_the_known_ones() {
+fn an_unknown_argument_with_no_near_name_lists_the_known_ones() {
     let env = TestEnv::new(&[], &[("root/a.txt", "alpha\n")]);
     let mut server = Server::start(&env);
     let error = server.call_err(
@@ -217,7 +217,7 @@ fn r15_an_unknown_argument_with_no_near_name_lists_the_known_ones() {
 /// search_files advertises `directory` and `nameContains` as required, as the contract says,
 /// and still takes the official server's names for them without advertising them.
 #[test]
-fn r15_search_files_requires_directory_and_name_contains_and_maps_the_legacy_names() {
+fn search_files_requires_directory_and_name_contains_and_maps_the_legacy_names() {
     let env = TestEnv::new(&["root/d"], &[("root/d/needle.txt", "")]);
     let mut server = Server::start(&env);
     let tools = server.request("tools/list", json!({})).result()["tools"].clone();

@@ -36,7 +36,7 @@ fn threads(pid: u32) -> usize {
 const THREADS_BOUND: usize = 100;
 
 #[test]
-fn r23_a_thousand_queued_commands_leave_pings_quick_and_threads_few() {
+fn a_thousand_queued_commands_leave_pings_quick_and_threads_few() {
     let env = TestEnv::new(&["root"], &[]);
     let mut server = Proc::spawn(&env);
     let pid = server.pid();
@@ -124,7 +124,7 @@ fn still_serves(server: &mut Server) {
 }
 
 #[test]
-fn r23_a_100_gb_file_ends_at_the_file_size_limit_with_a_note() {
+fn a_100_gb_file_ends_at_the_file_size_limit_with_a_note() {
     let env = TestEnv::new(&["root"], &[]);
     let (texts, mut server) = run_with(
         &env,
@@ -146,7 +146,7 @@ fn r23_a_100_gb_file_ends_at_the_file_size_limit_with_a_note() {
 }
 
 #[test]
-fn r23_a_memory_bomb_ends_at_the_memory_limit_with_a_note() {
+fn a_memory_bomb_ends_at_the_memory_limit_with_a_note() {
     let env = TestEnv::new(&["root"], &[]);
     // `tail` keeps a line without end in memory until it fails: 1 GiB against 256 MiB.
     let (texts, mut server) =
@@ -158,7 +158,7 @@ fn r23_a_memory_bomb_ends_at_the_memory_limit_with_a_note() {
 }
 
 #[test]
-fn r23_a_50_gb_allocation_fails_under_the_default_limit() {
+fn a_50_gb_allocation_fails_under_the_default_limit() {
     if !require("python3", crate::isolation::system_program("python3").is_some()) {
         return;
     }
@@ -171,7 +171,7 @@ fn r23_a_50_gb_allocation_fails_under_the_default_limit() {
 }
 
 #[test]
-fn r23_a_limit_that_is_not_a_size_is_a_usage_error() {
+fn a_limit_that_is_not_a_size_is_a_usage_error() {
     let mut cmd = crate::harness::replay_command();
     cmd.args(["--mcp-server", "--command-memory", "lots", "."]);
     let out = crate::harness::run_cli(cmd, "");
@@ -189,7 +189,7 @@ fn pids_cgroup(pid: u32) -> std::path::PathBuf {
 }
 
 #[test]
-fn r23_a_fork_bomb_ends_at_the_process_limit_and_the_server_goes_on() {
+fn a_fork_bomb_ends_at_the_process_limit_and_the_server_goes_on() {
     let env = TestEnv::new(&["root"], &[]);
     let root = env.p("root");
     let mut server =

@@ -1050,7 +1050,7 @@ fn pipelined_edits_apply_in_arrival_order() {
 /// real) and edit_files inline alike, and the file is untouched. Nothing similar: short, as before.
 #[rustfmt::skip]
 #[test]
-fn r15_edit_misses_show_the_nearest_text_and_what_differs() {
+fn edit_misses_show_the_nearest_text_and_what_differs() {
     let miss = "edit #1: oldText not found (also tried a whitespace-normalized line match); ";
     // Typographic quotes against ASCII ones.
     check_edit_fails("a = 1\nname = \u{201c}x\u{201d}\n", lit("name = \"x\"", "y"), -32603,
@@ -1083,7 +1083,7 @@ fn r15_edit_misses_show_the_nearest_text_and_what_differs() {
 /// does, and never reads it as empty text nor replaces it with a regular file (an empty-matching
 /// regex would otherwise "edit" it). See: #17 (C3).
 #[test]
-fn r17_edit_file_refuses_a_fifo_at_once_and_leaves_it() {
+fn edit_file_refuses_a_fifo_at_once_and_leaves_it() {
     let env = TestEnv::new(&["root"], &[]);
     let fifo = env.path("root/fifo");
     nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o644)).expect("mkfifo");

@@ -570,7 +570,7 @@ fn cancelled_command_is_killed_and_never_answered() {
 /// A cancel sent right behind its request, before the call has started, still cancels it.
 /// See: the exec tests' report (the call used to register only once its thread started).
 #[test]
-fn r5_cancel_right_behind_the_request_is_not_lost() {
+fn cancel_right_behind_the_request_is_not_lost() {
     let env = TestEnv::new(&[], &[]);
     let mut server = Server::start(&env);
     let start = Instant::now();

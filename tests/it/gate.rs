@@ -109,7 +109,7 @@ fn start_with_unoverlayable_cache(env: &TestEnv, seccomp: bool) -> Server {
 /// See: issue #23 (the namespace was dropped whole, and the seccomp fallback granted the
 /// host's /dev/shm).
 #[test]
-fn r23_a_cache_that_cannot_be_overlaid_keeps_the_namespace_and_shm_private() {
+fn a_cache_that_cannot_be_overlaid_keeps_the_namespace_and_shm_private() {
     if !landlock() || !require("a host /dev/shm", Path::new("/dev/shm").is_dir()) {
         return;
     }
@@ -138,7 +138,7 @@ fn r23_a_cache_that_cannot_be_overlaid_keeps_the_namespace_and_shm_private() {
 /// The caches' copies (`<TMPDIR>.caches`) go with the server: emptied when it exits.
 /// See: issue #23 (they outlived it, and the next server removed only those of dead pids).
 #[test]
-fn r23_the_caches_copies_are_removed_when_the_server_exits() {
+fn the_caches_copies_are_removed_when_the_server_exits() {
     if !landlock() {
         return;
     }
@@ -183,7 +183,7 @@ fn program(name: &str) -> bool {
 // ---------------------------------------------------------------------------------------------
 
 #[test]
-fn r23_git_init_add_commit_mv_in_a_read_write_root() {
+fn git_init_add_commit_mv_in_a_read_write_root() {
     if !landlock() || !require("git", program("git")) {
         return;
     }
@@ -238,12 +238,12 @@ fn rename_rows(seccomp: bool) {
 }
 
 #[test]
-fn r23_links_and_renames_between_directories() {
+fn links_and_renames_between_directories() {
     rename_rows(false);
 }
 
 #[test]
-fn r23_links_and_renames_between_directories_seccomp() {
+fn links_and_renames_between_directories_seccomp() {
     rename_rows(true);
 }
 
@@ -261,7 +261,7 @@ fn assert_no_secret(out: &str) {
 }
 
 #[test]
-fn r23_cargo_builds_a_crate_with_default_flags() {
+fn cargo_builds_a_crate_with_default_flags() {
     if !landlock() || !require("cargo", program("cargo")) {
         return;
     }
@@ -279,7 +279,7 @@ fn r23_cargo_builds_a_crate_with_default_flags() {
 }
 
 #[test]
-fn r23_python_through_the_pyenv_shim() {
+fn python_through_the_pyenv_shim() {
     let Some(pyenv) = real_home_dir("PYENV_ROOT", ".pyenv") else {
         require("pyenv", false);
         return;
@@ -297,7 +297,7 @@ fn r23_python_through_the_pyenv_shim() {
 }
 
 #[test]
-fn r23_npm_test_of_a_tiny_package() {
+fn npm_test_of_a_tiny_package() {
     if !landlock() || !require("node and npm", program("node") && program("npm")) {
         return;
     }
@@ -318,7 +318,7 @@ fn r23_npm_test_of_a_tiny_package() {
 // ---------------------------------------------------------------------------------------------
 
 #[test]
-fn r23_caches_are_commands_only_and_lead_nowhere_else() {
+fn caches_are_commands_only_and_lead_nowhere_else() {
     if !landlock() {
         return;
     }
@@ -344,7 +344,7 @@ fn r23_caches_are_commands_only_and_lead_nowhere_else() {
 }
 
 #[test]
-fn r23_strict_drops_the_grants_and_sandbox_write_adds_one() {
+fn strict_drops_the_grants_and_sandbox_write_adds_one() {
     if !landlock() {
         return;
     }
@@ -362,7 +362,7 @@ fn r23_strict_drops_the_grants_and_sandbox_write_adds_one() {
 }
 
 #[test]
-fn r23_replay_sandbox_prints_the_grants() {
+fn replay_sandbox_prints_the_grants() {
     let env = gate_env();
     env.mkdir("home/.cargo/bin");
     let sandbox = |flags: &[&str]| {
@@ -396,7 +396,7 @@ fn r23_replay_sandbox_prints_the_grants() {
 // ---------------------------------------------------------------------------------------------
 
 #[test]
-fn r23_a_sandbox_refusal_ends_with_the_flag_and_an_ordinary_failure_does_not() {
+fn a_sandbox_refusal_ends_with_the_flag_and_an_ordinary_failure_does_not() {
     if !landlock() {
         return;
     }
@@ -493,11 +493,11 @@ fn device_rows(seccomp: bool) {
 }
 
 #[test]
-fn r23_block_devices_are_unreadable_and_dev_null_works() {
+fn block_devices_are_unreadable_and_dev_null_works() {
     device_rows(false);
 }
 
 #[test]
-fn r23_block_devices_are_unreadable_and_dev_null_works_seccomp() {
+fn block_devices_are_unreadable_and_dev_null_works_seccomp() {
     device_rows(true);
 }

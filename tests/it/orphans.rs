@@ -113,19 +113,19 @@ fn server_killed_by(signal: Signal, row: u32) {
 }
 
 #[test]
-fn r14_commands_die_when_the_server_gets_sigterm() {
+fn commands_die_when_the_server_gets_sigterm() {
     server_killed_by(Signal::SIGTERM, 0);
 }
 
 #[test]
-fn r14_commands_die_when_the_server_gets_sigkill() {
+fn commands_die_when_the_server_gets_sigkill() {
     server_killed_by(Signal::SIGKILL, 1);
 }
 
 /// At the end of stdin the server answers what it received, the command included (here cut by
 /// its deadline), and exits; nothing it started stays.
 #[test]
-fn r14_commands_die_when_the_server_reaches_the_end_of_stdin() {
+fn commands_die_when_the_server_reaches_the_end_of_stdin() {
     let env = TestEnv::new(&[], &[]);
     let markers = markers(2);
     let mut server = Server::start(&env);
@@ -142,7 +142,7 @@ fn r14_commands_die_when_the_server_reaches_the_end_of_stdin() {
 
 /// `replay call execute_command` ended by SIGKILL, which it cannot catch.
 #[test]
-fn r14_commands_die_when_replay_call_gets_sigkill() {
+fn commands_die_when_replay_call_gets_sigkill() {
     let env = TestEnv::new(&[], &[]);
     let markers = markers(3);
     let args = json!({"command": command(&markers), "timeout": 60}).to_string();
@@ -195,12 +195,12 @@ fn foreground_escapees_die_when_server_gets(signal: Signal, row: u32) {
 }
 
 #[test]
-fn r23_setsid_children_die_when_the_server_gets_sigterm() {
+fn setsid_children_die_when_the_server_gets_sigterm() {
     foreground_escapees_die_when_server_gets(Signal::SIGTERM, 10);
 }
 
 #[test]
-fn r23_setsid_children_die_when_the_server_gets_sigkill() {
+fn setsid_children_die_when_the_server_gets_sigkill() {
     foreground_escapees_die_when_server_gets(Signal::SIGKILL, 11);
 }
 
@@ -262,19 +262,19 @@ fn session_escapees_die_when_server_ends(sigkill: bool, row: u32) {
 }
 
 #[test]
-fn r23_a_sessions_setsid_children_die_when_the_server_exits() {
+fn a_sessions_setsid_children_die_when_the_server_exits() {
     session_escapees_die_when_server_ends(false, 12);
 }
 
 #[test]
-fn r23_a_sessions_setsid_children_die_when_the_server_gets_sigkill() {
+fn a_sessions_setsid_children_die_when_the_server_gets_sigkill() {
     session_escapees_die_when_server_ends(true, 13);
 }
 
 /// The deadline ends the whole command, the processes that left its group included, while the
 /// server runs on.
 #[test]
-fn r23_the_deadline_ends_a_commands_setsid_children() {
+fn the_deadline_ends_a_commands_setsid_children() {
     let env = TestEnv::new(&[], &[]);
     let markers = markers(14);
     let mut server = Server::start(&env);
@@ -294,7 +294,7 @@ fn r23_the_deadline_ends_a_commands_setsid_children() {
 
 /// `kill: true` ends a session's whole tree, and a shell that exits ends what it left.
 #[test]
-fn r23_kill_and_the_shells_exit_end_a_sessions_setsid_children() {
+fn kill_and_the_shells_exit_end_a_sessions_setsid_children() {
     let env = TestEnv::new(&[], &[]);
     let (killed, exited) = (markers(15), markers(16));
     let mut server = Server::start(&env);

@@ -34,7 +34,7 @@ const OUTSIDE_DIR_MODE: u32 = 0o705;
 
 /// See: issue #7 (tools checked a path, then opened it by path again).
 #[test]
-fn r7_no_tool_follows_a_directory_swapped_for_a_symlink() {
+fn no_tool_follows_a_directory_swapped_for_a_symlink() {
     race("default", &[]);
 }
 
@@ -42,7 +42,7 @@ fn r7_no_tool_follows_a_directory_swapped_for_a_symlink() {
 ///
 /// See: issue #7.
 #[test]
-fn r7_no_tool_follows_a_directory_swapped_for_a_symlink_walk_fallback() {
+fn no_tool_follows_a_directory_swapped_for_a_symlink_walk_fallback() {
     race("walk", &[("REPLAY_CONFINE", "walk")]);
 }
 

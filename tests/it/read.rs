@@ -249,7 +249,7 @@ fn read_multiple_files_globs_are_not_expanded() {
 /// waits on it: read_file, read_multiple_files (inline), edit_file, write_file's append and
 /// copy_file. See: #17 (one "not a regular file").
 #[test]
-fn r17_every_tool_says_the_same_of_a_fifo() {
+fn every_tool_says_the_same_of_a_fifo() {
     let env = TestEnv::new(&["root"], &[]);
     let fifo = env.path("root/fifo");
     nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o644)).expect("mkfifo");

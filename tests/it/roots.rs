@@ -104,7 +104,7 @@ fn without_directories_the_first_roots_become_the_allowed_set() {
 /// directory, a regular file, a URI that is not `file://`, and a root that was usable, was
 /// deleted (by a command, say) and is sent again.
 #[test]
-fn r26_unusable_client_roots_allow_nothing() {
+fn unusable_client_roots_allow_nothing() {
     let env = TestEnv::new(&["root/sub"], &[("root/a.txt", "A"), ("root/sub/b.txt", "B")]);
     let allow = format!("{}:rw", env.p("root"));
     let file_uri = |rel: &str| format!("file://{}", env.p(rel));

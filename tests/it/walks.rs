@@ -61,7 +61,7 @@ fn listed(text: &str) -> Vec<&str> {
 }
 
 #[test]
-fn r16_search_and_glob_keep_depth_first_order_on_tricky_names() {
+fn search_and_glob_keep_depth_first_order_on_tricky_names() {
     let env = tricky_tree(25);
     let mut server = Server::start(&env);
     let root = env.p("root/t");
@@ -172,7 +172,7 @@ fn parent(path: &str) -> &str {
 }
 
 #[test]
-fn r16_directory_tree_cut_anywhere_shows_the_first_entries_breadth_first() {
+fn directory_tree_cut_anywhere_shows_the_first_entries_breadth_first() {
     let env = tricky_tree(6);
     let mut server = Server::start(&env);
     let root = env.path("root/t");
@@ -200,7 +200,7 @@ fn r16_directory_tree_cut_anywhere_shows_the_first_entries_breadth_first() {
 /// walk sees it: one whose entries are all left out (excluded, or replay's temp files) is
 /// empty, and one whose only entry comes after hundreds left out is not.
 #[test]
-fn r16_a_cut_tree_tells_empty_directories_from_cut_ones_as_the_walk_sees_them() {
+fn a_cut_tree_tells_empty_directories_from_cut_ones_as_the_walk_sees_them() {
     let env = TestEnv::new(&[], &[("root/t/a/a1.txt", "1"), ("root/t/e.txt", "e")]);
     for i in 0..300 {
         env.write(&format!("root/t/b/{i:03}-a-name-long-enough-to-fill-a-read.log"), "x");
@@ -227,7 +227,7 @@ fn r16_a_cut_tree_tells_empty_directories_from_cut_ones_as_the_walk_sees_them() 
 /// so it is not blind.
 #[cfg(target_os = "linux")]
 #[test]
-fn r16_a_cut_tree_opens_no_directory_below_what_it_shows() {
+fn a_cut_tree_opens_no_directory_below_what_it_shows() {
     let env = TestEnv::new(&[], &[]);
     let mut deep = Vec::new();
     for d in 0..4 {
@@ -319,7 +319,7 @@ impl DirWatch {
 /// Many directories shown but not read (peeked into on several threads): each is marked by
 /// what it holds, whichever thread looked, and the order stays the walk's.
 #[test]
-fn r16_a_cut_tree_marks_each_of_hundreds_of_peeked_directories() {
+fn a_cut_tree_marks_each_of_hundreds_of_peeked_directories() {
     let env = TestEnv::new(&[], &[]);
     let mut expected = Vec::new();
     for i in 0..300 {
@@ -370,7 +370,7 @@ fn slow_call(server: &mut Server, tool: &str, args: Value) -> crate::harness::Re
 /// attacker's finding 1.
 #[cfg(target_os = "linux")]
 #[test]
-fn r16_a_directory_of_long_names_costs_what_its_replies_show() {
+fn a_directory_of_long_names_costs_what_its_replies_show() {
     let env = TestEnv::new(&["root/d"], &[]);
     let dir = env.path("root/d");
     let stem = "n".repeat(240);
@@ -453,7 +453,7 @@ fn r16_a_directory_of_long_names_costs_what_its_replies_show() {
 /// to 30 MB, past the tool's 24 MiB bound. (A reviewer's find.)
 #[cfg(target_os = "linux")]
 #[test]
-fn r16_a_tree_of_names_not_utf8_stays_within_its_bound() {
+fn a_tree_of_names_not_utf8_stays_within_its_bound() {
     use std::os::unix::ffi::OsStrExt;
     let env = TestEnv::new(&["root/d"], &[]);
     let dir = env.path("root/d");

@@ -427,7 +427,7 @@ fn acl_granting_a_user() -> Vec<u8> {
 /// ACL: the temp file that replaces it gets them before the rename. See: #17 (C1).
 #[cfg(target_os = "linux")]
 #[test]
-fn r17_rewriting_a_file_keeps_its_xattrs_and_acl() {
+fn rewriting_a_file_keeps_its_xattrs_and_acl() {
     let env = TestEnv::new(&["root"], &[("root/w.txt", "old w\n"), ("root/e.txt", "old e\n")]);
     let acl = acl_granting_a_user();
     for rel in ["root/w.txt", "root/e.txt"] {
@@ -459,7 +459,7 @@ fn r17_rewriting_a_file_keeps_its_xattrs_and_acl() {
 /// bits, which are dropped as the kernel drops them when a file is written: new content must
 /// not run with another user's rights. See: #17 (C2), SECURITY.md.
 #[test]
-fn r17_rewriting_a_file_drops_setuid_and_setgid_keeps_the_rest() {
+fn rewriting_a_file_drops_setuid_and_setgid_keeps_the_rest() {
     let modes =
         [(0o4755, 0o755), (0o2755, 0o755), (0o6775, 0o775), (0o2644, 0o644), (0o1777, 0o1777)];
     for (mode, kept) in modes {
