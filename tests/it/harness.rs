@@ -69,13 +69,25 @@ pub const WRITING_TOOLS: [&str; 10] = [
     "command_session",
 ];
 
-/// A `Command` for the binary under test; the only place the tests start a process.
+/// A `Command` for the binary under test; with `replay_command_with_kill_hook`, the only
+/// places the tests start a process.
 #[expect(
     clippy::disallowed_methods,
     reason = "the integration tests exist to spawn the binary under test"
 )]
 pub fn replay_command() -> Command {
     Command::new(BIN)
+}
+
+/// The binary cargo builds for this target, whatever `REPLAY_BIN` names: a debug build, the
+/// only one with the journal's kill hook (`REPLAY_JOURNAL_KILL_AT`), for the tests that kill a
+/// server mid-commit. The server that recovers after it is `replay_command`'s.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "the crash tests spawn the build that can be killed mid-commit"
+)]
+pub fn replay_command_with_kill_hook() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_replay"))
 }
 
 /// Whether a test that needs `capability` can go on: `available` says whether it is here. A

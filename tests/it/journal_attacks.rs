@@ -6,14 +6,17 @@ use std::os::unix::process::ExitStatusExt;
 
 use serde_json::json;
 
-use crate::harness::{replay_command, require, Server, TestEnv};
+use crate::harness::{replay_command, replay_command_with_kill_hook, require, Server, TestEnv};
 
 fn hex(text: &str) -> String {
     text.bytes().map(|b| format!("{b:02x}")).collect()
 }
 
 fn server(allow: &[String], state: &str, kill_at: Option<&str>) -> Server {
-    let mut cmd = replay_command();
+    let mut cmd = match kill_at {
+        Some(_) => replay_command_with_kill_hook(),
+        None => replay_command(),
+    };
     cmd.arg("--mcp-server");
     for a in allow {
         cmd.args(["--allow", a]);

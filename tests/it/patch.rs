@@ -5,7 +5,7 @@ use std::os::unix::process::ExitStatusExt;
 
 use serde_json::json;
 
-use crate::harness::{replay_command, Server, TestEnv};
+use crate::harness::{replay_command, replay_command_with_kill_hook, Server, TestEnv};
 
 fn patch(body: &str) -> String {
     format!("*** Begin Patch\n{body}*** End Patch\n")
@@ -245,7 +245,7 @@ fn sigkill_at_each_commit_step_leaves_all_old_or_all_new_after_restart() {
             let env = TestEnv::new(&[], &[("root/a", "a\n"), ("root/b", "b\n"), ("root/c", "c\n")]);
             let state = env.p("state");
             let allow = format!("{}:rw", env.p("root"));
-            let mut cmd = replay_command();
+            let mut cmd = replay_command_with_kill_hook();
             cmd.args(["--mcp-server", "--allow", &allow]);
             cmd.env("XDG_STATE_HOME", &state).env("REPLAY_JOURNAL_KILL_AT", step);
             let mut server = Server::from_command(cmd);
