@@ -26,7 +26,9 @@ pub fn parse(result: &Value) -> Vec<PathBuf> {
         return Vec::new();
     };
     if roots.is_empty() {
-        tracing::warn!("the client sent no roots: nothing is allowed until it sends one");
+        tracing::warn!(
+            "the client sent no roots after narrowing: nothing is allowed until it sends one"
+        );
         return Vec::new();
     }
     let mut dirs: Vec<PathBuf> = Vec::new();

@@ -63,6 +63,8 @@ struct Client {
     /// Ids of our `roots/list` requests still unanswered.
     roots_requests: Vec<String>,
     next_request: u64,
+    /// The client has named a usable root: from then on an answer without one allows nothing.
+    narrowed: bool,
 }
 
 /// Serves stdin until it closes, then answers what is in flight and returns.
@@ -334,7 +336,23 @@ impl Session {
             client.roots_requests.remove(at);
         }
         match outcome {
-            Ok(result) => self.scopes.apply_roots(&roots::parse(&result)),
+            Ok(result) => {
+                let dirs = roots::parse(&result);
+                let mut client = lock(&self.client);
+                // An empty list from a client that never named a root (the MCP Inspector
+                // declares roots and sends none) keeps the command line it never narrowed.
+                let empty =
+                    result.get("roots").and_then(Value::as_array).is_some_and(Vec::is_empty);
+                if empty && !client.narrowed {
+                    tracing::info!(
+                        "the client sent an empty roots list: the command line's directories stay"
+                    );
+                    return;
+                }
+                client.narrowed |= !dirs.is_empty();
+                drop(client);
+                self.scopes.apply_roots(&dirs)
+            }
             Err(error) => tracing::warn!(%error, "the client could not list its roots"),
         }
     }

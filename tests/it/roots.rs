@@ -209,3 +209,16 @@ fn a_root_made_again_is_used_and_a_root_turned_symlink_is_refused() {
     }
     assert_eq!(before.diff(&env.snapshot().under("outside")), "");
 }
+
+/// A client that declares roots and sends an empty list before naming any (the MCP Inspector
+/// does) keeps the command line's directories, which it never narrowed.
+#[test]
+fn an_empty_first_roots_list_keeps_the_command_line() {
+    let env = TestEnv::new(&[], &[("root/a.txt", "in")]);
+    let allow = format!("{}:rw", env.p("root"));
+    let mut server = Server::spawn(["--mcp-server", "--allow", &allow]);
+    initialize_with_roots(&mut server);
+    answer_roots(&mut server, &[]);
+    let text = server.call_text("read_file", json!({"path": env.p("root/a.txt")}));
+    assert_eq!(text, "in");
+}
