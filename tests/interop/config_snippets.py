@@ -13,7 +13,7 @@ its place. Every directory the args allow (--allow, --allow-read, --allow-write,
 directories), whatever placeholder it is (/path/to/project, ${workspaceFolder}, $PWD, ...),
 becomes a fresh temp directory, with its :ro or :rw suffix kept. Then the server is started
 exactly as "command" + "args" (+ "env") say, through the Python SDK's stdio client, and must
-complete initialize (serverInfo.name "replay") and tools/list (the 18 tools, 16 with
+complete initialize (serverInfo.name "replay") and tools/list (the 19 tools, 16 with
 --no-exec), and list_allowed_directories must name each temp directory with the mode the
 snippet gave it.
 
@@ -52,7 +52,7 @@ REQUIRED = [
     ("Cursor", "json:mcpServers"),
 ]
 CLIENTS = ["Claude Desktop", "Claude Code", "VS Code", "Cursor"]
-TOOL_COUNT = 18
+TOOL_COUNT = 19
 ALLOW_FLAGS = {"--allow": None, "--allow-read": "ro", "--allow-write": "rw"}
 VALUE_FLAGS = {"--deny-command", "--sandbox-read", "--log-level", "--tool-errors"}
 

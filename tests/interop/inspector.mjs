@@ -14,7 +14,7 @@
 // 2026-07-28 through server/discover, no handshake), runs one method and prints
 // `{"result": ...}` on stdout, or `{"error": ...}` on stderr with a non-zero exit. For the era
 // given, the runs are: `initialize` (the Inspector reports the negotiated revision and
-// serverInfo), tools/list (exactly the 18 tools), one tools/call of each of the 18 tools with the
+// serverInfo), tools/list (exactly the 19 tools), one tools/call of each of the 19 tools with the
 // expected text (and, from 2025-06-18 on, structuredContent from each data tool that declares an
 // outputSchema; a tools/call run lists the tools first, so the Inspector's SDK validates it), and
 // read_file /etc/passwd, which must fail with replay's "path not allowed". The runs go 4 at a
@@ -128,6 +128,8 @@ async function run(binary, era) {
       ['Successfully edited', w('multi', 'a.txt'), w('multi', 'b.txt')],
       () => check(disk(w('multi', 'a.txt')) === 'new line\n' && disk(w('multi', 'b.txt')) === 'new line\n',
         'edit_files: work/multi/*.txt on disk differ')],
+    ['apply_patch', { patch: '*** Begin Patch\n*** Add File: patched.txt\n+patched\n*** End Patch\n', workingDirectory: w() },
+      [`A ${w('patched.txt')}`], () => check(disk(w('patched.txt')) === 'patched\n', 'apply_patch: work/patched.txt on disk differs')],
     // The searches leave out work/, whose files the other runs change meanwhile.
     ['search_files', { directory: root, nameContains: 'NESTED', excludeGlobs: ['work'] }, [p('sub', 'nested.txt')]],
     ['glob_search', { directory: root, globs: ['**/*.txt'], excludeGlobs: ['work'] }, [p('hello.txt'), p('sub', 'nested.txt')]],

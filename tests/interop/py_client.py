@@ -3,7 +3,7 @@
 Usage: py_client.py [--mode legacy|auto] /path/to/replay
 
 Starts replay on a fresh temp tree through the SDK's stdio client, lists the
-tools, calls each of the 18 tools once with valid arguments, and checks one
+tools, calls each of the 19 tools once with valid arguments, and checks one
 error case (a path outside the allowed directory must surface as an MCPError
 with code -32001). From revision 2025-06-18 on, each of the 9 data tools that
 tools/list gives an outputSchema must return a structuredContent object (the
@@ -117,7 +117,7 @@ def texts(result: types.CallToolResult) -> str:
 async def exercise(session, root: str, png: bytes, revision: str) -> str:
     """List the tools and call each once. `session` is a ClientSession or a Client (same call shapes).
 
-    Returns the line's fragment: "18/18 tools OK, structuredContent K/9".
+    Returns the line's fragment: "19/19 tools OK, structuredContent K/9".
     """
     p = lambda *parts: os.path.join(root, *parts)  # noqa: E731
     ok: set[str] = set()

@@ -1,5 +1,5 @@
 // The scenario shared by the JavaScript interop clients (ts_client.mjs, ts2_client.mjs,
-// inspector.mjs): the temp tree, the 18 tool names, the structuredContent rule, and `exercise`,
+// inspector.mjs): the temp tree, the 19 tool names, the structuredContent rule, and `exercise`,
 // which lists the tools and calls each one once through whichever client API it is handed.
 //
 // Every check is the same as py_client.py's, so the clients stay comparable line by line.
@@ -14,8 +14,8 @@ export const HERE = path.dirname(new URL(import.meta.url).pathname);
 export const EXPECTED_TOOLS = [
   'read_file', 'read_multiple_files', 'write_file', 'create_directory', 'list_directory',
   'directory_tree', 'move_file', 'copy_file', 'delete_file', 'get_file_info', 'list_allowed_directories',
-  'edit_file', 'edit_files', 'search_files', 'glob_search', 'grep_files', 'execute_command',
-  'command_session',
+  'edit_file', 'edit_files', 'apply_patch', 'search_files', 'glob_search', 'grep_files',
+  'execute_command', 'command_session',
 ];
 export const PATH_NOT_ALLOWED = -32001;
 
@@ -159,7 +159,7 @@ export const texts = (result) => result.content.filter((c) => c.type === 'text')
  *   errorClass             -> the class a JSON-RPC error rejects with (it carries `.code`)
  * `revision` is the negotiated protocol revision: from 2025-06-18 on, each data tool that tools/list
  * gives an outputSchema must return a structuredContent object (the SDKs validate its shape).
- * Returns the line's fragment: `18/18 tools OK, structuredContent K/9`.
+ * Returns the line's fragment: `19/19 tools OK, structuredContent K/9`.
  */
 export async function exercise(api, root, png, revision) {
   const p = (...parts) => path.join(root, ...parts);
@@ -211,6 +211,9 @@ export async function exercise(api, root, png, revision) {
     p('hello.txt'),
   );
   check(fs.readFileSync(p('hello.txt'), 'utf8') === 'hello world\n2nd line\n', 'edit_files did not change hello.txt on disk');
+  const patch = '*** Begin Patch\n*** Add File: made/patched.txt\n+patched\n*** End Patch\n';
+  await call('apply_patch', { patch, workingDirectory: root }, `A ${p('made', 'patched.txt')}`);
+  check(fs.readFileSync(p('made', 'patched.txt'), 'utf8') === 'patched\n', 'apply_patch: the added file on disk differs');
   await call('get_file_info', { path: p('hello.txt') }, 'type: file', 'size:', 'modified:', 'permissions:');
   await call('search_files', { directory: root, nameContains: 'NESTED' }, p('sub', 'nested.txt'));
   await call('glob_search', { directory: root, globs: ['**/*.txt'] }, p('new.txt'), p('sub', 'nested.txt'));
