@@ -145,7 +145,7 @@ fn tools_call(id: &Id, params: Value) -> String {
 /// No allowed directories: every path is refused before the filesystem is touched.
 fn nothing_allowed() -> (&'static Policy, &'static Settings) {
     static SCOPE: OnceLock<(Policy, Settings)> = OnceLock::new();
-    let (policy, settings) =
-        SCOPE.get_or_init(|| (Policy::new(Vec::new(), None), Settings::default()));
+    let (policy, settings) = SCOPE
+        .get_or_init(|| (Policy::new(Vec::new(), None, Default::default()), Settings::default()));
     (policy, settings)
 }

@@ -85,7 +85,7 @@ fn tree() -> &'static Tree {
             AllowedRoot { path: base.join("ro"), access: Access::Read },
             AllowedRoot { path: base.join("rw/ro_nested"), access: Access::Read },
         ];
-        let policy = Policy::new(roots, Some(base.join("rw/sub")));
+        let policy = Policy::new(roots, Some(base.join("rw/sub")), Default::default());
         Tree { base, policy }
     })
 }
