@@ -169,14 +169,17 @@ fn crash_round(env: &TestEnv, rng: &mut Rng, round: usize, seed: u64) -> usize {
     let paths: Vec<String> =
         (0..CRASH_SIZES.len()).map(|f| env.p(&format!("root/crash/f{f}.txt"))).collect();
     let sent = plan.clone();
+    // The writer hands its end of the pipe back rather than closing it: on EOF a server that
+    // finished every write in time would exit 0 before the kill (CI saw it in round 9).
     let writer = thread::spawn(move || {
         for (id, &(f, k, step)) in sent.iter().enumerate() {
             let line = crash_request(id, &paths[f], f, k, step);
             // Fails with EPIPE once the server is killed.
             if writeln!(stdin, "{line}").and_then(|()| stdin.flush()).is_err() {
-                return;
+                break;
             }
         }
+        stdin
     });
     // A debug build takes 100-250 ms per call on these files, so a delay counted from
     // the start would mostly kill the server before its first write. Counted from a random
@@ -195,7 +198,7 @@ fn crash_round(env: &TestEnv, rng: &mut Rng, round: usize, seed: u64) -> usize {
         "round {round}: replay ended before the kill: {status:?}; stderr:\n{}",
         server.stderr()
     );
-    writer.join().expect("writer thread");
+    drop(writer.join().expect("writer thread"));
     let (mut acked, mut acks) = (vec![0; CRASH_SIZES.len()], 0);
     early.extend(server.rest_of_output(&replies, REPLY_TIMEOUT));
     for reply in early {
