@@ -26,6 +26,10 @@
 
 #[cfg(target_os = "linux")]
 mod capabilities;
+// On macOS commands inherit the server's Seatbelt profile and no cover is made: the field that
+// holds one stays `None` there.
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
+mod covering;
 pub mod grants;
 #[cfg(target_os = "linux")]
 mod hidden;
@@ -47,6 +51,8 @@ use std::sync::Arc;
 
 use crate::policy::deny::DenyRules;
 use crate::policy::AllowedRoot;
+#[cfg(target_os = "linux")]
+use covering::{Covering, Forked};
 use tmp::CommandTmp;
 
 #[derive(Debug, Clone, Default)]
@@ -129,19 +135,16 @@ pub enum Isolation {
 pub struct Status {
     pub kernel: Kernel,
     pub isolation: Isolation,
-    /// Why the deny rules could not be applied to commands (the start walk gave up), which
-    /// refuses every command.
-    pub uncovered: Option<String>,
 }
 
 impl Status {
     /// A server waiting for the client's roots.
     pub fn deferred() -> Status {
-        Status { kernel: Kernel::Deferred, isolation: Isolation::Off, uncovered: None }
+        Status { kernel: Kernel::Deferred, isolation: Isolation::Off }
     }
 
     fn disabled() -> Status {
-        Status { kernel: Kernel::Disabled, isolation: Isolation::Off, uncovered: None }
+        Status { kernel: Kernel::Disabled, isolation: Isolation::Off }
     }
 
     /// The line list_allowed_directories adds (and stderr shows) when the sandbox is not fully
@@ -172,10 +175,7 @@ impl Status {
             Isolation::Seccomp(why) => Some(format!("no mount namespace ({why}): commands may not change modes, owners, times or extended attributes (chmod, chown, touch), even in read-write directories")),
             Isolation::Unavailable(why) => Some(format!("no mount namespace ({why}) and no seccomp filter for this architecture: commands can change the modes, owners and times of anything the user owns")),
         };
-        let uncovered = self.uncovered.as_ref().map(|why| {
-            format!("deny rules could not be applied to commands ({why}), so execute_command is refused: allow a narrower directory, or start replay with --no-default-deny or fewer --deny rules")
-        });
-        let parts: Vec<String> = reads.into_iter().chain(metadata).chain(uncovered).collect();
+        let parts: Vec<String> = reads.into_iter().chain(metadata).collect();
         (!parts.is_empty()).then(|| format!("[sandbox: {}]", parts.join("; ")))
     }
 }
@@ -267,7 +267,7 @@ impl Sandbox {
     fn apply_layers(self, roots: &[AllowedRoot]) -> Applied {
         let tmp = self.command_tmp.as_ref().map(|t| t.dir());
         let mut grants = self.config.grants(self.home.as_deref(), roots);
-        let mut uncovered = None;
+        let (mut covering, mut forked) = (None, None);
         let (isolation, namespace, overlays, fresh) = match self.pending {
             Pending::Namespace => {
                 let overlays = tmp.map(|t| cache_overlays(roots, t, &grants)).unwrap_or_default();
@@ -280,20 +280,25 @@ impl Sandbox {
                     .chain(overlays.iter().map(|o| o.target.clone()))
                     .collect();
                 let masks = socket_dirs();
-                let hidden = hidden::find(roots, &self.config.deny).unwrap_or_else(|why| {
-                    uncovered = Some(why);
-                    Vec::new()
-                });
-                let made = namespace::create(
-                    &places,
-                    &keep,
-                    &masks,
-                    &overlays,
-                    layers.as_deref(),
-                    &hidden,
-                );
+                // The walk for the deny rules' covers runs beside the start where this process
+                // may fork (`covering`); else now, and the helper mounts the covers.
+                let deny = &self.config.deny;
+                let beside = !deny.is_empty() && covering::single_threaded();
+                let found = if beside { Ok(Vec::new()) } else { hidden::find(roots, deny) };
+                let hidden = found.as_deref().unwrap_or_default();
+                let made =
+                    namespace::create(&places, &keep, &masks, &overlays, layers.as_deref(), hidden);
                 match made {
                     Ok((entry, fresh)) => {
+                        let done = match beside.then(|| Forked::start(roots, deny, &entry)) {
+                            Some(Ok(started)) => {
+                                forked = Some(started);
+                                None
+                            }
+                            Some(Err(e)) => Some(Err(format!("cannot fork to cover them: {e}"))),
+                            None => Some(found.map(drop)),
+                        };
+                        covering = done.map(|done| Arc::new(Covering::done(done)));
                         let overlays = mounted_overlays(overlays, &fresh.overlaid);
                         (Isolation::Namespace, Some(Arc::new(entry)), overlays, fresh)
                     }
@@ -333,16 +338,11 @@ impl Sandbox {
             );
         }
         let reach = Some(Arc::new(Reach::new(roots, tmp, grants)));
-        let refusal = uncovered.clone();
-        let confinement = CommandConfinement {
-            confine: true,
-            namespace,
-            filter,
-            domain,
-            reach,
-            uncovered: refusal,
-        };
-        Applied { status: Status { kernel, isolation, uncovered }, confinement }
+        // After Landlock: the thread waiting for the covers is confined.
+        let covering = forked.map(Forked::watch).or(covering);
+        let confinement =
+            CommandConfinement { confine: true, namespace, filter, domain, reach, covering };
+        Applied { status: Status { kernel, isolation }, confinement }
     }
 
     /// The Seatbelt profile, applied to this process and so inherited by every command.
@@ -354,7 +354,7 @@ impl Sandbox {
             Kernel::Enforced => Isolation::Seatbelt,
             _ => Isolation::Off,
         };
-        let status = Status { kernel, isolation, uncovered: None };
+        let status = Status { kernel, isolation };
         Applied { status, confinement: CommandConfinement::none() }
     }
 }
@@ -523,8 +523,9 @@ pub struct CommandConfinement {
     domain: Option<Arc<std::os::fd::OwnedFd>>,
     /// What commands may reach: for the refusal hint (`refusal_hint`).
     reach: Option<Arc<Reach>>,
-    /// Why the deny rules could not be applied to commands: every command is refused.
-    uncovered: Option<String>,
+    /// The deny rules' covers in the namespace: commands and writers wait for them, and every
+    /// command is refused when they could not be made.
+    covering: Option<Arc<covering::Covering>>,
 }
 
 impl Default for CommandConfinement {
@@ -541,7 +542,7 @@ impl Default for CommandConfinement {
             #[cfg(target_os = "linux")]
             domain: None,
             reach: None,
-            uncovered: None,
+            covering: None,
         }
     }
 }
@@ -572,9 +573,27 @@ impl CommandConfinement {
         false
     }
 
-    /// Why no command may run: the deny rules could not be applied to commands.
-    pub fn uncovered(&self) -> Option<&str> {
-        self.uncovered.as_deref()
+    /// Waits until the deny rules' covers are made (at most the start walk, `covering`);
+    /// `Err` says why no command may run: they could not be.
+    pub fn covered(&self) -> Result<(), String> {
+        self.covering.as_ref().map_or(Ok(()), |c| c.wait())
+    }
+
+    /// `status_note` (`Status::note`), saying also that every command is refused when the deny
+    /// rules' covers could not be made. It does not wait for them.
+    pub fn note(&self, status_note: Option<&str>) -> Option<String> {
+        let Some(why) = self.covering.as_ref().and_then(|c| c.refused()) else {
+            return status_note.map(str::to_string);
+        };
+        let refused = format!(
+            "deny rules could not be applied to commands ({why}), so execute_command is \
+             refused: allow a narrower directory, or start replay with --no-default-deny or \
+             fewer --deny rules"
+        );
+        Some(match status_note.and_then(|note| note.strip_suffix(']')) {
+            Some(open) => format!("{open}; {refused}]"),
+            None => format!("[sandbox: {refused}]"),
+        })
     }
 
     /// The line a failed command's reply ends with when its `stderr` shows the sandbox

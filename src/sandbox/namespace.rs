@@ -179,12 +179,7 @@ pub fn create(
         ),
         None => None,
     };
-    let mut covers = Vec::with_capacity(hidden.len());
-    for place in hidden {
-        let path = CString::new(place.path.as_os_str().as_bytes())
-            .map_err(|_| format!("{}: a NUL in the path", place.path.display()))?;
-        covers.push(Cover { path, dir: place.dir, errno: 0 });
-    }
+    let mut covers = covers(hidden)?;
     let mut job = Job {
         maps: maps.as_ref(),
         layers: layers.as_deref(),
@@ -216,19 +211,7 @@ pub fn create(
             errno => Err(io::Error::from_raw_os_error(errno).to_string()),
         })
         .collect();
-    let uncovered: Vec<String> = job
-        .covers
-        .iter()
-        .zip(hidden)
-        .filter(|(c, _)| c.errno != 0)
-        .map(|(c, h)| format!("{}: {}", h.path.display(), io::Error::from_raw_os_error(c.errno)))
-        .collect();
-    if !uncovered.is_empty() {
-        tracing::warn!(
-            ?uncovered,
-            "deny rules: commands can see these paths, which could not be covered"
-        );
-    }
+    warn_uncovered(job.covers, hidden);
     // SAFETY: the helper opened these in the table it shares with this process, for it.
     let roots = job
         .overlays
@@ -251,7 +234,58 @@ pub fn create(
     Ok((Namespaces { user, mnt, pid: job.pid_ns }, fresh))
 }
 
+/// The covers for `hidden`, prepared.
+fn covers(hidden: &[Hidden]) -> Result<Vec<Cover>, String> {
+    let mut covers = Vec::with_capacity(hidden.len());
+    for place in hidden {
+        let path = CString::new(place.path.as_os_str().as_bytes())
+            .map_err(|_| format!("{}: a NUL in the path", place.path.display()))?;
+        covers.push(Cover { path, dir: place.dir, errno: 0 });
+    }
+    Ok(covers)
+}
+
+/// Covers each of `hidden` from a process in the namespace (`Namespaces::enter`), as `create`
+/// does last. A path that cannot be covered is logged, not fatal, as there.
+pub fn cover_all(hidden: &[Hidden]) -> Result<(), String> {
+    let mut covers = covers(hidden)?;
+    for one in covers.iter_mut() {
+        if let Err(e) = cover(one) {
+            one.errno = e.raw_os_error().unwrap_or(libc::EIO);
+        }
+    }
+    warn_uncovered(&covers, hidden);
+    Ok(())
+}
+
+/// Logs the paths of `hidden` whose `covers` failed.
+fn warn_uncovered(covers: &[Cover], hidden: &[Hidden]) {
+    let uncovered: Vec<String> = covers
+        .iter()
+        .zip(hidden)
+        .filter(|(c, _)| c.errno != 0)
+        .map(|(c, h)| format!("{}: {}", h.path.display(), io::Error::from_raw_os_error(c.errno)))
+        .collect();
+    if !uncovered.is_empty() {
+        tracing::warn!(
+            ?uncovered,
+            "deny rules: commands can see these paths, which could not be covered"
+        );
+    }
+}
+
 impl Namespaces {
+    /// Joins the namespaces, holding every capability in the user namespace after: for a
+    /// single-threaded process (a multi-threaded one may not join a user namespace).
+    pub fn enter(&self) -> io::Result<()> {
+        if let Some(user) = &self.user {
+            // SAFETY: plain system calls on descriptors this value owns.
+            check(unsafe { libc::setns(user.as_raw_fd(), libc::CLONE_NEWUSER) })?;
+        }
+        // Also moves the working directory to the namespace's root.
+        check(unsafe { libc::setns(self.mnt.as_raw_fd(), libc::CLONE_NEWNS) })
+    }
+
     /// Joins the namespace and enters the working directory again in it: `cwd` by its path,
     /// following no symlink, checked to be the directory `handle` is (the one the policy
     /// approved); then, where the helper could, makes the PID namespace the process's next
@@ -259,12 +293,7 @@ impl Namespaces {
     /// command's process between `fork` and `exec`: system calls only, no allocation. The
     /// process holds every capability in a user namespace after this; the caller drops them.
     pub fn join(&self, cwd: &CStr, handle: RawFd) -> io::Result<()> {
-        if let Some(user) = &self.user {
-            // SAFETY: plain system calls on descriptors this value owns.
-            check(unsafe { libc::setns(user.as_raw_fd(), libc::CLONE_NEWUSER) })?;
-        }
-        // Also moves the working directory to the namespace's root.
-        check(unsafe { libc::setns(self.mnt.as_raw_fd(), libc::CLONE_NEWNS) })?;
+        self.enter()?;
         let dir = open_dir(cwd)?;
         let same = identity(dir)? == identity(handle)?;
         // SAFETY: `dir` is this function's own descriptor.

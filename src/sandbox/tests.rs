@@ -4,7 +4,7 @@ use super::*;
 
 #[track_caller]
 fn check(kernel: Kernel, isolation: Isolation, expect: Option<&str>) {
-    let status = Status { kernel, isolation, uncovered: None };
+    let status = Status { kernel, isolation };
     assert_eq!(status.note().as_deref(), expect, "{status:?}");
 }
 
@@ -51,16 +51,21 @@ fn notes() {
 }
 
 #[test]
-fn a_walk_that_gave_up_says_commands_are_refused() {
-    let why = Some("more than 4096 paths match them".to_string());
-    let status =
-        Status { kernel: Kernel::Enforced, isolation: Isolation::Namespace, uncovered: why };
-    assert_eq!(
-        status.note().as_deref(),
-        Some(
-            "[sandbox: deny rules could not be applied to commands (more than 4096 paths match \
-             them), so execute_command is refused: allow a narrower directory, or start replay \
-             with --no-default-deny or fewer --deny rules]"
-        )
-    );
+fn covers_that_could_not_be_made_say_commands_are_refused() {
+    #[track_caller]
+    fn check(status_note: Option<&str>, covers: Option<Result<(), &str>>, expect: Option<&str>) {
+        let covering =
+            covers.map(|c| Arc::new(covering::Covering::done(c.map_err(str::to_string))));
+        let confinement = CommandConfinement { covering, ..CommandConfinement::default() };
+        assert_eq!(confinement.note(status_note).as_deref(), expect);
+    }
+    let refused = "deny rules could not be applied to commands (more than 4096 paths match \
+                   them), so execute_command is refused: allow a narrower directory, or start \
+                   replay with --no-default-deny or fewer --deny rules";
+    let gave_up = Some(Err("more than 4096 paths match them"));
+    check(None, None, None);
+    check(None, Some(Ok(())), None);
+    check(Some("[sandbox: x]"), Some(Ok(())), Some("[sandbox: x]"));
+    check(None, gave_up, Some(&format!("[sandbox: {refused}]")));
+    check(Some("[sandbox: x]"), gave_up, Some(&format!("[sandbox: x; {refused}]")));
 }

@@ -174,9 +174,7 @@ impl Streams {
 
 #[expect(clippy::disallowed_methods, reason = "exec is where replay starts processes")]
 fn spawn(ctx: &Ctx, command: &str, cwd: &ResolvedPath, io: Streams) -> Result<Child, ToolError> {
-    if let Some(why) = ctx.settings.confinement.uncovered() {
-        return Err(ToolError::DenyUncovered { why: why.to_string() });
-    }
+    ctx.settings.confinement.covered().map_err(|why| ToolError::DenyUncovered { why })?;
     // The working directory is entered through a handle opened beneath its root, as the file
     // tools open theirs: the child changes into it with `fchdir` on its inherited copy of the
     // handle, so a directory swapped for a symlink after the check is not followed. Joining

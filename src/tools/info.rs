@@ -51,7 +51,8 @@ pub fn get_file_info(ctx: &Ctx, args: InfoArgs) -> Result<Output, ToolError> {
 
 pub fn list_allowed_directories(ctx: &Ctx) -> Output {
     let roots = ctx.policy.roots();
-    let note = ctx.settings.sandbox_note.as_deref();
+    let note = ctx.settings.confinement.note(ctx.settings.sandbox_note.as_deref());
+    let note = note.as_deref();
     let mut structured = json!({
         "directories": roots
             .iter()

@@ -130,12 +130,12 @@ impl Tool {
         self.spec().name
     }
 
-    /// Whether the tool changes anything: files, or whatever a shell can reach.
     /// Whether it runs or drives commands (`--no-exec` leaves these out).
     pub fn runs_commands(self) -> bool {
         self.spec().effect == Effect::OpenWorld
     }
 
+    /// Whether the tool changes anything: files, or whatever a shell can reach.
     pub fn writes(self) -> bool {
         self.spec().effect != Effect::ReadOnly
     }

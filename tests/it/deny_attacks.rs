@@ -65,6 +65,35 @@ fn decoys_do_not_uncover_a_secret_from_commands() {
     assert!(note.contains("execute_command is refused"), "{note}");
 }
 
+/// The covers are made beside the start, by a walk that takes a while over a big tree: a
+/// command sent at once waits for them, and so cannot read a secret the walk reaches last.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_command_at_start_waits_for_the_covers_of_a_big_tree() {
+    if !require("Landlock", kernel_has_landlock())
+        || !require("user namespaces", namespaces_work(User::Invoker))
+    {
+        return;
+    }
+    let env = TestEnv::new(&["root/a", "root/b"], &[]);
+    let order: Vec<String> = std::fs::read_dir(env.path("root"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    // 40,000 entries to walk first, then the secret.
+    let (crowd, secret) = (&order[0], &order[1]);
+    for i in 0..40_000 {
+        env.write(&format!("root/{crowd}/{i}"), "");
+    }
+    env.write(&format!("root/{secret}/.env"), "SECRET=hunter2\n");
+    let allow = format!("{}:rw", env.p("root"));
+    let mut server = Server::start_with(["--mcp-server", "--allow", &allow]);
+    let command = json!({"command": format!("cat {secret}/.env; ls -a {secret}")});
+    let text = server.call("execute_command", command).result().to_string();
+    assert!(!text.contains("hunter2"), "{text}");
+    assert!(text.contains(".env"), "the cover hides the file's content, not its name: {text}");
+}
+
 /// An audit log inside a read-write root: write_file would replace it (temp and rename), and the
 /// server would go on writing to the unlinked old file. The tools refuse the log and its `.1`
 /// as a deny rule does, so later calls still land in it.
