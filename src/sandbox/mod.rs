@@ -81,7 +81,14 @@ impl SandboxConfig {
         let writable = roots.iter().filter(|r| r.access == Access::Write);
         let writable = writable.map(|r| r.path.clone()).collect();
         let env = grants::Environment::current(home, writable);
-        let resolve = |path: &std::path::Path| std::fs::canonicalize(path).ok();
+        // Most paths asked about do not exist (each credential name under each candidate):
+        // one `stat` says so, where `canonicalize` reads every link on the way first. With
+        // rustup and pyenv in the home, 1,100 lookups made 4,600 `readlink` calls, 11 ms of a
+        // 16 ms start.
+        let resolve = |path: &std::path::Path| {
+            std::fs::metadata(path).ok()?;
+            std::fs::canonicalize(path).ok()
+        };
         grants::toolchains(&env, self.strict, &self.extra_read, &self.extra_write, &resolve)
     }
 }
