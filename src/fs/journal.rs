@@ -151,9 +151,8 @@ impl StateDir {
         fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
         private_dir(dir)?;
         let pid = std::process::id();
-        let lock = lock_file(dir, pid)?;
-        let lock =
-            Flock::lock(lock, FlockArg::LockExclusive).map_err(|(_, e)| io::Error::from(e))?;
+        let lock = take_lock(dir, pid, FlockArg::LockExclusive)?
+            .ok_or_else(|| io::Error::from(io::ErrorKind::WouldBlock))?;
         let journal = OpenOptions::new()
             .read(true)
             .write(true)
@@ -178,13 +177,27 @@ impl StateDir {
     pub fn recover(&self, roots: &[AllowedRoot], deny: &DenyRules) -> io::Result<Vec<Recovered>> {
         let own = std::process::id();
         let mut done = Vec::new();
-        let mut names: Vec<_> = fs::read_dir(&self.dir)?
+        let all: Vec<_> = fs::read_dir(&self.dir)?
             .filter_map(|entry| entry.ok().map(|e| e.file_name()))
-            .filter(|name| name.as_bytes().ends_with(b".journal"))
             .collect();
+        let mut names: Vec<_> =
+            all.iter().filter(|name| name.as_bytes().ends_with(b".journal")).cloned().collect();
         names.sort();
+        // A lock without its journal (a server killed between making the two) is removed
+        // when no one holds it.
+        for pid in all.iter().filter_map(|name| pid_of(name, b".lock")) {
+            let journal = self.dir.join(format!("{pid}.journal"));
+            if pid != own && !journal.exists() {
+                if let Ok(Some(_held)) = take_lock(&self.dir, pid, FlockArg::LockExclusiveNonblock)
+                {
+                    if !journal.exists() {
+                        let _ = fs::remove_file(self.dir.join(format!("{pid}.lock")));
+                    }
+                }
+            }
+        }
         for name in names {
-            let Some(pid) = journal_pid(&name) else { continue };
+            let Some(pid) = pid_of(&name, b".journal") else { continue };
             let path = self.dir.join(&name);
             match self.recover_one(pid, own, &path, roots, deny) {
                 Ok(Some(recovered)) => done.push(recovered),
@@ -209,14 +222,22 @@ impl StateDir {
         let _held = if pid == own {
             None
         } else {
-            let lock = lock_file(&self.dir, pid).map_err(|e| format!("its lock: {e}"))?;
-            match Flock::lock(lock, FlockArg::LockExclusiveNonblock) {
-                Ok(held) => Some(held),
-                Err((_, Errno::EWOULDBLOCK)) => return Ok(None),
-                Err((_, e)) => return Err(format!("its lock: {e}")),
+            match take_lock(&self.dir, pid, FlockArg::LockExclusiveNonblock) {
+                Ok(Some(held)) => Some(held),
+                Ok(None) => return Ok(None),
+                Err(e) => return Err(format!("its lock: {e}")),
             }
         };
-        let text = fs::read(path).map_err(|e| format!("reading it: {e}"))?;
+        let text = match fs::read(path) {
+            Ok(text) => text,
+            // Another server recovered it between the listing and the lock; the lock file this
+            // one may have made again goes too.
+            Err(e) if e.kind() == io::ErrorKind::NotFound && pid != own => {
+                let _ = fs::remove_file(self.dir.join(format!("{pid}.lock")));
+                return Ok(None);
+            }
+            Err(e) => return Err(format!("reading it: {e}")),
+        };
         let recovered = if text.is_empty() {
             None
         } else {
@@ -332,18 +353,38 @@ fn resolve(
     Ok(Resolved { dir, target: name.to_os_string(), temp, backup })
 }
 
-fn lock_file(dir: &Path, pid: u32) -> io::Result<File> {
-    OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .mode(0o600)
-        .open(dir.join(format!("{pid}.lock")))
+/// Opens `<pid>.lock` in `dir` and locks it as `how` says; `None` when another process holds
+/// it (`LockExclusiveNonblock`). The locked file is checked to be the one the name still names:
+/// recovery removes a dead server's lock file, and a lock on a removed file guards nothing.
+fn take_lock(dir: &Path, pid: u32, how: FlockArg) -> io::Result<Option<Flock<File>>> {
+    let path = dir.join(format!("{pid}.lock"));
+    // Each round lost means another process removed the file meanwhile: a few at most.
+    for _ in 0..100 {
+        let file = OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(&path)?;
+        let held = match Flock::lock(file, how) {
+            Ok(held) => held,
+            Err((_, Errno::EWOULDBLOCK)) => return Ok(None),
+            Err((_, e)) => return Err(e.into()),
+        };
+        let locked = held.metadata()?;
+        if fs::symlink_metadata(&path)
+            .is_ok_and(|named| (named.dev(), named.ino()) == (locked.dev(), locked.ino()))
+        {
+            return Ok(Some(held));
+        }
+    }
+    Err(io::Error::other(format!("{} keeps being replaced", path.display())))
 }
 
-/// The `<pid>` of `<pid>.journal`.
-fn journal_pid(name: &OsStr) -> Option<u32> {
-    name.to_str()?.strip_suffix(".journal")?.parse().ok()
+/// The `<pid>` of `<pid><suffix>` (`.journal`, `.lock`).
+fn pid_of(name: &OsStr, suffix: &[u8]) -> Option<u32> {
+    std::str::from_utf8(name.as_bytes().strip_suffix(suffix)?).ok()?.parse().ok()
 }
 
 /// One target of a commit and its sibling files, as the journal records them.

@@ -124,6 +124,62 @@ fn a_stuck_journal_does_not_block_the_next() {
     assert_eq!(env.read_string("root/f"), "new\n", "the journal after the stuck one was left");
 }
 
+/// The state directory holds only the files of servers that run or were killed: a start
+/// removes the lock files whose journal is gone and that no process holds, and keeps one a
+/// live process holds.
+#[test]
+fn a_start_removes_lock_files_no_server_holds() {
+    let env = TestEnv::new(&["root", "state/replay"], &[]);
+    std::fs::set_permissions(env.path("state/replay"), std::fs::Permissions::from_mode(0o700))
+        .unwrap();
+    for pid in [4_000_001, 4_000_002, 4_000_003] {
+        env.write(&format!("state/replay/{pid}.lock"), "");
+    }
+    env.write("state/replay/4000004.lock", "");
+    let held = std::fs::File::open(env.path("state/replay/4000004.lock")).unwrap();
+    // SAFETY: a plain flock on a file this test opened.
+    assert_eq!(unsafe { libc::flock(std::os::fd::AsRawFd::as_raw_fd(&held), libc::LOCK_EX) }, 0);
+    let allow = vec![format!("{}:rw", env.p("root"))];
+    let mut server = server(&allow, &env.p("state"), None);
+    let _ = server.call_text("list_allowed_directories", json!({}));
+    let mut left: Vec<String> = std::fs::read_dir(env.path("state/replay"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|name| name.starts_with("4000"))
+        .collect();
+    left.sort();
+    assert_eq!(left, ["4000004.lock"]);
+}
+
+/// Servers that start together each recover the others' leftovers; no race between them leaves
+/// a lock file behind (each made one again when it lost the race to a journal another had
+/// just removed). After they exit, one more start leaves only its own two files.
+#[test]
+fn servers_starting_together_leave_no_lock_files() {
+    let env = TestEnv::new(&["root"], &[]);
+    let state = env.p("state");
+    let allow = vec![format!("{}:rw", env.p("root"))];
+    for _ in 0..10 {
+        // Spawned at once: each recovers at its start, before it reads a request.
+        let servers: Vec<Server> = (0..6)
+            .map(|_| {
+                let mut cmd = replay_command();
+                cmd.args(["--mcp-server", "--allow", &allow[0]]).env("XDG_STATE_HOME", &state);
+                Server::from_command(cmd)
+            })
+            .collect();
+        for mut server in servers {
+            server.initialize("2025-06-18");
+            let (_, status) = server.finish();
+            assert!(status.success(), "{status:?}");
+        }
+    }
+    let mut last = server(&allow, &state, None);
+    let _ = last.call_text("list_allowed_directories", json!({}));
+    let left = std::fs::read_dir(env.path("state/replay")).unwrap().count();
+    assert_eq!(left, 2, "the state directory holds more than the last server's journal and lock");
+}
+
 /// A command cannot write a journal into a state directory inside a read-write root either:
 /// the commands' namespace hides it.
 #[cfg(target_os = "linux")]

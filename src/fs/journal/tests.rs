@@ -148,7 +148,7 @@ fn a_live_servers_journal_is_left_alone() {
         backup: None,
     };
     fs::write(state_path.join("7.journal"), journal_text(true, &[entry])).unwrap();
-    let other = Flock::lock(lock_file(&state_path, 7).unwrap(), FlockArg::LockExclusive).unwrap();
+    let other = take_lock(&state_path, 7, FlockArg::LockExclusive).unwrap().unwrap();
     assert_eq!(recover(&state, &root), vec![]);
     assert_eq!(contents(&files), ".replay-patch.7.0.0.new=A2 a=A");
     drop(other);
