@@ -65,6 +65,7 @@ BENCHMARKS = [
     "patch",
     "tokens",
     "reply-budget",
+    "deny-cost",
 ]
 
 # Run only when named in --only: they need data of their own (scale: ../shared/bench/make-million.sh).
@@ -570,6 +571,19 @@ def repeat(fn, n, warmup=1):
         dt, result = fn()
         times.append(dt)
     return times, result
+
+
+def cold_session(argv, name):
+    """One timed session (spawn → initialize → tools/list → exit), in seconds."""
+    if mcpclient():
+        return run_mcpclient("cold", 1, "-", "-", argv, name=name)[0]
+    c = McpClient(argv, name)
+    try:
+        c.initialize()
+        c.tools()
+    finally:
+        c.close()
+    return now() - c.t_spawn
 
 
 def ms(xs):
@@ -1122,18 +1136,6 @@ class Bench:
         n = 5 if self.quick else 20
         g = self.group("cold-start", "cold start: spawn → initialize → tools/list → exit")
 
-        def cold_once(argv, name):
-            """One timed session, in seconds."""
-            if mcpclient():
-                return run_mcpclient("cold", 1, "-", "-", argv, name=name)[0]
-            c = McpClient(argv, name)
-            try:
-                c.initialize()
-                c.tools()
-            finally:
-                c.close()
-            return now() - c.t_spawn
-
         def tool_count(argv, name):
             with McpClient(argv, name) as c:
                 c.initialize()
@@ -1158,7 +1160,7 @@ class Bench:
                 if name in failed:
                     continue
                 try:
-                    samples[name].append(cold_once(argv, name))
+                    samples[name].append(cold_session(argv, name))
                 except McpError as e:
                     failed[name] = str(e)
         for name, _ in impls:
@@ -1767,6 +1769,62 @@ class Bench:
         summarize(g)
 
     # 14. scale: the million tree ------------------------------------------------------------
+
+    # What the default deny rules cost (issue #26: at most 5 % on the big tree and grep) -----
+
+    def bench_deny_cost(self):
+        """The same calls on two servers at once, one with the default deny rules and one with
+        --no-default-deny, taking turns call by call so that the machine's load drifting weighs
+        on both alike; and the cold start of each. Ratios are defaults / no rules."""
+        im = self.im
+        n = 6 if self.quick else 30
+        regex = GREP_REGEXES[0][1]
+        calls = [
+            ("tree", "directory_tree of big", "directory_tree", {"path": self.big}),
+            ("grep", f"grep over big: `{regex}`", "grep_files",
+             {"regex": regex, "directory": self.big, "maxResults": GREP_CAP}),
+        ]
+        argv = {"defaults": im.replay_argv(), "none": im.replay_argv() + ["--no-default-deny"]}
+        clients = {}
+        try:
+            for name, a in argv.items():
+                clients[name] = McpClient(a, f"replay ({name})")
+                clients[name].initialize()
+            for key, title, tool, args in calls:
+                g = self.group(f"deny-cost-{key}", f"deny rules' cost: {title}")
+                samples = {name: [] for name in clients}
+                try:
+                    for c in clients.values():
+                        c.call(tool, args)
+                    for _ in range(n):
+                        for name, c in clients.items():
+                            samples[name].append(c.call(tool, args)[0])
+                except McpError as e:
+                    g.na("replay", f"error: {e}")
+                    continue
+                self.deny_rows(g, samples)
+        finally:
+            for c in clients.values():
+                c.close()
+        g = self.group("deny-cost-start", "deny rules' cost: cold start with big allowed")
+        allow = f"{self.big}:ro"
+        argv = {name: im.replay_argv(allow) + extra
+                for name, extra in (("defaults", []), ("none", ["--no-default-deny"]))}
+        samples = {name: [] for name in argv}
+        for _ in range(n):
+            for name, a in argv.items():
+                samples[name].append(cold_session(a, name))
+        self.deny_rows(g, samples)
+        g.notes.append("the commands' covers are made by a process forked at start, beside the "
+                       "server (src/sandbox/covering.rs): the start does not wait for the walk")
+
+    def deny_rows(self, g, samples):
+        g.add("replay", ms(samples["defaults"]), result="the default deny rules", peer=False)
+        g.add("replay --no-default-deny", ms(samples["none"]), result="no deny rules")
+        ratio, _ = g.ratio()
+        g.set_check(ratio is not None and ratio <= 1.05,
+                    f"defaults / no rules = {ratio:.3f} (at most 1.05)" if ratio else "no ratio")
+        summarize(g)
 
     # The reply budget (--max-reply-tokens) ------------------------------------------------
 
