@@ -114,6 +114,11 @@ pub enum ToolError {
     DenyUncovered {
         why: String,
     },
+    /// execute_command waited `seconds` for the deny rules' covers, which the walk of the
+    /// allowed directories at start had not finished.
+    CoversPending {
+        seconds: u64,
+    },
     /// An edit did not apply (not found, not unique, bad regex, missing group): nothing written.
     /// `detail` is the edit's own message (`tools::edit`'s `From<EditError>`).
     EditNotApplied {
@@ -163,6 +168,7 @@ impl ToolError {
             | ToolError::InvalidRegex { .. }
             | ToolError::Panicked { .. }
             | ToolError::DenyUncovered { .. }
+            | ToolError::CoversPending { .. }
             | ToolError::BrokenSchema { .. } => INTERNAL,
         }
     }
@@ -239,6 +245,13 @@ impl fmt::Display for ToolError {
                 "commands are refused: the deny rules could not be applied to commands ({why}), \
                  so a command could read the files they hide; the user can restart replay with a \
                  narrower --allow directory, or with --no-default-deny or fewer --deny rules"
+            ),
+            ToolError::CoversPending { seconds } => write!(
+                f,
+                "the command did not run: it waited {seconds} s for the walk of the allowed \
+                 directories that hides the deny rules' files from commands, which has not \
+                 finished (a slow or hung filesystem in them?); try again later, or the user can \
+                 restart replay with a narrower --allow directory"
             ),
             ToolError::CommandDenied { name } => {
                 write!(f, "command not allowed: `{name}` is on this server's --deny-command list")

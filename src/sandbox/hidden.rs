@@ -33,9 +33,6 @@ pub struct Hidden {
 /// gave up, when it did.
 pub fn find(roots: &[AllowedRoot], deny: &DenyRules) -> Result<Vec<Hidden>, String> {
     let mut found = Found { hidden: Vec::new(), walked: 0, gave_up: None };
-    if deny.is_empty() {
-        return Ok(found.hidden);
-    }
     // replay's own files first: no number of other matches uncovers them.
     for path in deny.private() {
         let inside = roots.iter().any(|r| path.starts_with(&r.path));
@@ -43,21 +40,22 @@ pub fn find(roots: &[AllowedRoot], deny: &DenyRules) -> Result<Vec<Hidden>, Stri
             found.hidden.push(Hidden { path: path.to_path_buf(), dir: meta.is_dir() });
         }
     }
-    for root in roots {
-        walk(roots, deny, &root.path, &root.path, &mut found);
+    if needs_walk(deny) {
+        for root in roots {
+            walk(roots, deny, &root.path, &root.path, &mut found);
+        }
     }
     found.hidden.sort_by(|a, b| a.path.cmp(&b.path));
     found.hidden.dedup_by(|b, a| b.path.starts_with(&a.path));
     match found.gave_up {
-        Some(why) => {
-            tracing::warn!(
-                hidden = found.hidden.len(),
-                "deny rules: {why}; execute_command is refused: allow a narrower directory, or use --no-default-deny or fewer --deny rules"
-            );
-            Err(why)
-        }
+        Some(why) => Err(why),
         None => Ok(found.hidden),
     }
+}
+
+/// Whether finding what `deny` hides takes a walk: replay's own files alone are exact paths.
+pub fn needs_walk(deny: &DenyRules) -> bool {
+    deny.rules().iter().any(|rule| !rule.private)
 }
 
 struct Found {
@@ -66,9 +64,26 @@ struct Found {
     gave_up: Option<String>,
 }
 
+/// Walks `dir`, failing closed: a directory that cannot be listed is hidden whole when the
+/// user may not read it (a command could still open a secret in it by name), and any other
+/// failure gives up. The directory's entries are read whole before the walk goes down, so it
+/// holds one handle at a time whatever the depth (one per level ran out of descriptors 1,024
+/// levels down).
 fn walk(roots: &[AllowedRoot], deny: &DenyRules, root: &Path, dir: &Path, found: &mut Found) {
-    let Ok(entries) = std::fs::read_dir(dir) else { return };
-    for entry in entries.flatten() {
+    let listed = std::fs::read_dir(dir).and_then(|entries| entries.collect::<Result<Vec<_>, _>>());
+    let entries = match listed {
+        Ok(entries) => entries,
+        // Gone since its parent was read.
+        Err(e) if matches!(e.raw_os_error(), Some(libc::ENOENT | libc::ENOTDIR)) => return,
+        Err(e) if matches!(e.raw_os_error(), Some(libc::EACCES | libc::EPERM)) => {
+            return hide(found, Hidden { path: dir.to_path_buf(), dir: true });
+        }
+        Err(e) => {
+            found.gave_up = Some(format!("{} cannot be read: {e}", dir.display()));
+            return;
+        }
+    };
+    for entry in entries {
         if found.gave_up.is_some() {
             return;
         }
@@ -78,8 +93,15 @@ fn walk(roots: &[AllowedRoot], deny: &DenyRules, root: &Path, dir: &Path, found:
                 Some(format!("the allowed directories hold more than {MAX_WALKED} entries"));
             return;
         }
-        let Ok(kind) = entry.file_type() else { continue };
         let path = entry.path();
+        let kind = match entry.file_type() {
+            Ok(kind) => kind,
+            Err(e) if e.raw_os_error() == Some(libc::ENOENT) => continue,
+            Err(e) => {
+                found.gave_up = Some(format!("{} cannot be read: {e}", path.display()));
+                return;
+            }
+        };
         let rel = path.strip_prefix(root).unwrap_or(&path);
         if deny.denies_entry(&path, rel) {
             let hidden = if kind.is_symlink() {
@@ -88,17 +110,22 @@ fn walk(roots: &[AllowedRoot], deny: &DenyRules, root: &Path, dir: &Path, found:
                 Some(Hidden { path, dir: kind.is_dir() })
             };
             if let Some(hidden) = hidden {
-                if found.hidden.len() == MAX_HIDDEN {
-                    found.gave_up = Some(format!("more than {MAX_HIDDEN} paths match them"));
-                    return;
-                }
-                found.hidden.push(hidden);
+                hide(found, hidden);
             }
             continue;
         }
         if kind.is_dir() {
             walk(roots, deny, root, &path, found);
         }
+    }
+}
+
+/// Adds `hidden`, or gives up past `MAX_HIDDEN`.
+fn hide(found: &mut Found, hidden: Hidden) {
+    if found.hidden.len() == MAX_HIDDEN {
+        found.gave_up = Some(format!("more than {MAX_HIDDEN} paths match them"));
+    } else {
+        found.hidden.push(hidden);
     }
 }
 

@@ -51,6 +51,7 @@ use std::sync::Arc;
 
 use crate::policy::deny::DenyRules;
 use crate::policy::AllowedRoot;
+pub use covering::NotCovered;
 #[cfg(target_os = "linux")]
 use covering::{Covering, Forked};
 use tmp::CommandTmp;
@@ -290,7 +291,7 @@ impl Sandbox {
                 // The walk for the deny rules' covers runs beside the start where this process
                 // may fork (`covering`); else now, and the helper mounts the covers.
                 let deny = &self.config.deny;
-                let beside = !deny.is_empty() && covering::single_threaded();
+                let beside = hidden::needs_walk(deny) && covering::single_threaded();
                 let found = if beside { Ok(Vec::new()) } else { hidden::find(roots, deny) };
                 let hidden = found.as_deref().unwrap_or_default();
                 let made =
@@ -303,7 +304,7 @@ impl Sandbox {
                                 None
                             }
                             Some(Err(e)) => Some(Err(format!("cannot fork to cover them: {e}"))),
-                            None => Some(found.map(drop)),
+                            None => Some(found.map(drop).and(fresh.covered.clone())),
                         };
                         covering = done.map(|done| Arc::new(Covering::done(done)));
                         let overlays = mounted_overlays(overlays, &fresh.overlaid);
@@ -580,10 +581,15 @@ impl CommandConfinement {
         false
     }
 
-    /// Waits until the deny rules' covers are made (at most the start walk, `covering`);
-    /// `Err` says why no command may run: they could not be.
-    pub fn covered(&self) -> Result<(), String> {
-        self.covering.as_ref().map_or(Ok(()), |c| c.wait())
+    /// Waits until the deny rules' covers are made (by the walk beside the start,
+    /// `covering`), at most `limit` and while `cancelled` says no; `Err` says why a command
+    /// may not run.
+    pub fn covered(
+        &self,
+        limit: std::time::Duration,
+        cancelled: &dyn Fn() -> bool,
+    ) -> Result<(), NotCovered> {
+        self.covering.as_ref().map_or(Ok(()), |c| c.wait(limit, cancelled))
     }
 
     /// `status_note` (`Status::note`), saying also that every command is refused when the deny

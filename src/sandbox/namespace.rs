@@ -72,8 +72,10 @@ pub struct Overlay {
 
 /// The namespace's own mounts, by descriptor, which Landlock rules on the host's directories do
 /// not reach: the caches' overlays (`create`), and the private `/dev/pts` and `/dev/shm`.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct Fresh {
+    /// Whether each of `hidden` was covered (`uncovered`).
+    pub covered: Result<(), String>,
     pub overlays: Vec<OwnedFd>,
     /// For each overlay asked for, in order: mounted, or the error that stopped it (the
     /// cache then stays the real directory, read-only like everything outside the places).
@@ -85,6 +87,19 @@ pub struct Fresh {
     /// Both `/dev/pts` and `/dev/ptmx` are the namespace's own: commands reach no path to the
     /// host's terminals.
     pub private_pts: bool,
+}
+
+impl Default for Fresh {
+    fn default() -> Fresh {
+        Fresh {
+            covered: Ok(()),
+            overlays: Vec::new(),
+            overlaid: Vec::new(),
+            device_dirs: Vec::new(),
+            device_files: Vec::new(),
+            private_pts: false,
+        }
+    }
 }
 
 /// What a command joins: the namespaces, by descriptor; and whether it may make a PID
@@ -211,7 +226,7 @@ pub fn create(
             errno => Err(io::Error::from_raw_os_error(errno).to_string()),
         })
         .collect();
-    warn_uncovered(job.covers, hidden);
+    let covered = uncovered(job.covers, hidden);
     // SAFETY: the helper opened these in the table it shares with this process, for it.
     let roots = job
         .overlays
@@ -225,6 +240,7 @@ pub fn create(
     let mnt = own(job.mnt_ns).ok_or("the namespace's helper opened no namespace")?;
     let [pts, ptmx, shm] = job.devices;
     let fresh = Fresh {
+        covered,
         overlays: roots,
         overlaid,
         device_dirs: [pts, shm].into_iter().filter_map(own).collect(),
@@ -246,7 +262,7 @@ fn covers(hidden: &[Hidden]) -> Result<Vec<Cover>, String> {
 }
 
 /// Covers each of `hidden` from a process in the namespace (`Namespaces::enter`), as `create`
-/// does last. A path that cannot be covered is logged, not fatal, as there.
+/// does last; `Err` as `uncovered` says.
 pub fn cover_all(hidden: &[Hidden]) -> Result<(), String> {
     let mut covers = covers(hidden)?;
     for one in covers.iter_mut() {
@@ -254,27 +270,31 @@ pub fn cover_all(hidden: &[Hidden]) -> Result<(), String> {
             one.errno = e.raw_os_error().unwrap_or(libc::EIO);
         }
     }
-    warn_uncovered(&covers, hidden);
-    Ok(())
+    uncovered(&covers, hidden)
 }
 
-/// Logs the paths of `hidden` whose `covers` failed.
-fn warn_uncovered(covers: &[Cover], hidden: &[Hidden]) {
-    let uncovered: Vec<String> = covers
+/// `Err` naming the paths of `hidden` whose `covers` failed, but for those gone since the walk
+/// (`ENOENT`): any other failure (a symlink put in the place, a filesystem that refuses the
+/// mount) leaves a secret in sight, so commands are refused.
+fn uncovered(covers: &[Cover], hidden: &[Hidden]) -> Result<(), String> {
+    let failed: Vec<String> = covers
         .iter()
         .zip(hidden)
-        .filter(|(c, _)| c.errno != 0)
+        .filter(|(c, _)| c.errno != 0 && c.errno != libc::ENOENT)
         .map(|(c, h)| format!("{}: {}", h.path.display(), io::Error::from_raw_os_error(c.errno)))
         .collect();
-    if !uncovered.is_empty() {
-        tracing::warn!(
-            ?uncovered,
-            "deny rules: commands can see these paths, which could not be covered"
-        );
+    match failed.len() {
+        0 => Ok(()),
+        n => Err(format!("{n} could not be covered, such as {}", failed[0])),
     }
 }
 
 impl Namespaces {
+    /// The descriptors this value holds, for a forked process that closes every other.
+    pub fn fds(&self) -> impl Iterator<Item = RawFd> + '_ {
+        self.user.iter().chain([&self.mnt]).map(|fd| fd.as_raw_fd())
+    }
+
     /// Joins the namespaces, holding every capability in the user namespace after: for a
     /// single-threaded process (a multi-threaded one may not join a user namespace).
     pub fn enter(&self) -> io::Result<()> {

@@ -31,6 +31,7 @@ use serde_json::json;
 use crate::error::ToolError;
 use crate::policy::{Access, ResolvedPath};
 use crate::reply_size::{self, Budget};
+use crate::sandbox::NotCovered;
 use crate::tools::{resolve_dir, Content, Ctx, Output, Structured};
 use output::Captured;
 
@@ -87,7 +88,9 @@ pub fn execute_command(ctx: &Ctx, args: ExecArgs) -> Result<Output, ToolError> {
         ));
     }
     let cwd = working_directory(ctx, args.working_directory.as_deref())?;
-    let mut child = spawn(ctx, &args.command, &cwd, Streams::piped())?;
+    // The covers' wait counts against the timeout, as the command's run does.
+    let mut child =
+        spawn(ctx, &args.command, &cwd, Streams::piped(), Duration::from_secs(timeout))?;
     let pgid = Pid::from_raw(child.id() as i32);
     let stdout = child.stdout.take();
     let stderr = child.stderr.take();
@@ -173,8 +176,19 @@ impl Streams {
 }
 
 #[expect(clippy::disallowed_methods, reason = "exec is where replay starts processes")]
-fn spawn(ctx: &Ctx, command: &str, cwd: &ResolvedPath, io: Streams) -> Result<Child, ToolError> {
-    ctx.settings.confinement.covered().map_err(|why| ToolError::DenyUncovered { why })?;
+fn spawn(
+    ctx: &Ctx,
+    command: &str,
+    cwd: &ResolvedPath,
+    io: Streams,
+    covers_wait: Duration,
+) -> Result<Child, ToolError> {
+    let cancelled = || ctx.cancel.is_cancelled();
+    ctx.settings.confinement.covered(covers_wait, &cancelled).map_err(|why| match why {
+        NotCovered::Refused(why) => ToolError::DenyUncovered { why },
+        NotCovered::Pending(waited) => ToolError::CoversPending { seconds: waited.as_secs() },
+        NotCovered::Cancelled => ToolError::Cancelled,
+    })?;
     // The working directory is entered through a handle opened beneath its root, as the file
     // tools open theirs: the child changes into it with `fchdir` on its inherited copy of the
     // handle, so a directory swapped for a symlink after the check is not followed. Joining

@@ -186,3 +186,190 @@ fn the_audit_line_of_apply_patch_names_its_files() {
         assert!(paths.contains(&env.p(&format!("root/{name}")).as_str()), "{name}: {paths:?}");
     }
 }
+
+/// Whether the commands' namespace and its covers can be tested here.
+#[cfg(target_os = "linux")]
+fn covers_testable(user: User) -> bool {
+    require("Landlock", kernel_has_landlock())
+        && require("user namespaces", namespaces_work(user))
+        && (user == User::Invoker
+            || !crate::isolation::is_root()
+            || require("setpriv", crate::isolation::privileges(user).is_some()))
+}
+
+/// A secret whose absolute path is longer than 4096 bytes (17 levels of 250-byte names): no
+/// path names the directories holding it, but a command reaches it step by step (`cd -P`).
+/// The start walk must cover it, or refuse commands.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_secret_below_a_path_longer_than_path_max_is_covered_from_commands() {
+    use nix::fcntl::{openat, OFlag};
+    use nix::sys::stat::{mkdirat, Mode};
+    if !covers_testable(User::Invoker) {
+        return;
+    }
+    let env = TestEnv::new(&[], &[]);
+    let name = "d".repeat(250);
+    let levels = 17;
+    let flags = OFlag::O_DIRECTORY | OFlag::O_RDONLY | OFlag::O_CLOEXEC;
+    let mut dir = std::fs::File::open(env.path("root")).unwrap().into();
+    for _ in 0..levels {
+        mkdirat(&dir, name.as_str(), Mode::from_bits_truncate(0o755)).unwrap();
+        dir = openat(&dir, name.as_str(), flags, Mode::empty()).unwrap();
+    }
+    let create = OFlag::O_CREAT | OFlag::O_WRONLY | OFlag::O_CLOEXEC;
+    let secret = openat(&dir, ".env", create, Mode::from_bits_truncate(0o600)).unwrap();
+    std::io::Write::write_all(&mut std::fs::File::from(secret), b"SECRET=hunter2\n").unwrap();
+    let allow = format!("{}:rw", env.p("root"));
+    let mut server = Server::start_with(["--mcp-server", "--allow", &allow]);
+    let command = format!("for i in $(seq {levels}); do cd -P {name} || exit 9; done; cat .env");
+    let reply = server.call("execute_command", json!({"command": command}));
+    assert!(!reply.line.contains("hunter2"), "{}", reply.line);
+    assert!(reply.line.contains("File name too long"), "{}", reply.line);
+    // Without rules that need a walk (replay's own files are exact paths), nothing is walked
+    // and nothing refused.
+    let mut server = Server::start_with(["--mcp-server", "--allow", &allow, "--no-default-deny"]);
+    let reply = server.call("execute_command", json!({"command": "echo ran"}));
+    assert!(reply.line.contains("ran"), "{}", reply.line);
+}
+
+/// A secret 1,100 directories down (a 2,200-byte path) in a server whose soft limit on open
+/// files is 1,024, a common default: a walk that holds a handle per level runs out of them
+/// before it reaches the secret. The start walk must cover it, or refuse commands.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_secret_deeper_than_the_open_file_limit_is_covered_from_commands() {
+    use std::os::unix::process::CommandExt;
+    if !covers_testable(User::Invoker) {
+        return;
+    }
+    let env = TestEnv::new(&[], &[]);
+    let rel = vec!["d"; 1100].join("/");
+    env.write(&format!("root/{rel}/.env"), "SECRET=hunter2\n");
+    let allow = format!("{}:rw", env.p("root"));
+    let mut cmd = crate::harness::replay_command();
+    cmd.args(["--mcp-server", "--allow", &allow]);
+    // SAFETY: setrlimit only, between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            let limit = libc::rlimit { rlim_cur: 1024, rlim_max: 1024 };
+            match libc::setrlimit(libc::RLIMIT_NOFILE, &limit) {
+                0 => Ok(()),
+                _ => Err(std::io::Error::last_os_error()),
+            }
+        });
+    }
+    let mut server = Server::from_command(cmd);
+    server.initialize("2025-06-18");
+    let reply = server.call("execute_command", json!({"command": format!("cat {rel}/.env")}));
+    assert!(!reply.line.contains("hunter2"), "{}", reply.line);
+}
+
+/// A directory of the user's own that the user may search but not list (mode 0300), holding
+/// `.env`: the server cannot read the directory, but a command opens `d/.env` by its name. The
+/// start walk must cover what it cannot list, or refuse commands.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_secret_in_a_directory_the_server_cannot_list_is_covered_from_commands() {
+    use crate::isolation::{give, ids, privileges};
+    if !covers_testable(User::Unprivileged) {
+        return;
+    }
+    let env = TestEnv::new(&["root/d"], &[("root/d/.env", "SECRET=hunter2\n")]);
+    give(&env, ids(User::Unprivileged));
+    env.set_mode("root/d", 0o300);
+    let allow = format!("{}:rw", env.p("root"));
+    let mut cmd = match privileges(User::Unprivileged) {
+        Some(mut setpriv) => {
+            setpriv.arg(crate::harness::BIN);
+            setpriv
+        }
+        None => crate::harness::replay_command(),
+    };
+    cmd.args(["--mcp-server", "--allow", &allow]);
+    let mut server = Server::from_command(cmd);
+    server.initialize("2025-06-18");
+    let reply = server.call("execute_command", json!({"command": "cat d/.env"}));
+    env.set_mode("root/d", 0o700);
+    assert!(!reply.line.contains("hunter2"), "{}", reply.line);
+}
+
+/// The process making the covers, held up as a hung filesystem in an allowed directory would
+/// hold its walk (here stopped with SIGSTOP): a command waits for the covers no longer than its
+/// timeout, a cancelled one no longer than the client keeps it; once the walk goes on, commands
+/// run with the covers on.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_command_waits_for_held_up_covers_no_longer_than_its_timeout() {
+    use std::time::{Duration, Instant};
+    if !covers_testable(User::Invoker) {
+        return;
+    }
+    let env = TestEnv::new(&["root/many"], &[("root/.env", "SECRET=hunter2\n")]);
+    // Enough entries that the walk is likely still on when the test stops it (a round that
+    // stops it too late is tried again).
+    for i in 0..10_000 {
+        std::fs::write(env.path(&format!("root/many/{i}")), "").unwrap();
+    }
+    let allow = format!("{}:rw", env.p("root"));
+    let (mut server, coverer) = (0..20)
+        .find_map(|_| {
+            let server = Server::spawn(["--mcp-server", "--allow", &allow]);
+            let coverer = stop_the_covers_process(server.pid())?;
+            Some((server, coverer))
+        })
+        .expect("twenty servers covered the secrets before the test could stop one");
+    server.initialize("2025-06-18");
+
+    let asked = Instant::now();
+    let command = json!({"command": "cat .env", "timeout": 2});
+    let error = server.call_err("execute_command", command, -32603);
+    assert!(error.message.contains("waited 2 s"), "{error:?}");
+    assert!(asked.elapsed() < Duration::from_secs(10), "{:?}", asked.elapsed());
+
+    let call = json!({"name": "execute_command", "arguments": {"command": "cat .env"}});
+    server.send(&json!({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": call}));
+    server.notify("notifications/cancelled", json!({"requestId": 7}));
+    let asked = Instant::now();
+    let _ = server.call_text("list_allowed_directories", json!({}));
+    // SAFETY: a signal to the server's own child.
+    assert_eq!(unsafe { libc::kill(coverer, libc::SIGCONT) }, 0);
+    let reply = server.call("execute_command", json!({"command": "cat .env; echo done"}));
+    assert!(reply.line.contains("done") && !reply.line.contains("hunter2"), "{}", reply.line);
+    assert!(asked.elapsed() < Duration::from_secs(10), "{:?}", asked.elapsed());
+}
+
+/// Stops the process the server at `pid` forked to make the covers, and gives its pid; `None`
+/// when it had finished already. The thread waiting for its verdict starts once it is forked
+/// and the namespace's helper (a child that holds the server until it exits) is gone: the
+/// server's only child is then the one making the covers.
+#[cfg(target_os = "linux")]
+fn stop_the_covers_process(pid: u32) -> Option<i32> {
+    use std::time::{Duration, Instant};
+    let started = Instant::now();
+    let watching = || {
+        let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).into_iter().flatten();
+        tasks.flatten().any(|task| {
+            std::fs::read_to_string(task.path().join("comm"))
+                .is_ok_and(|comm| comm.trim() == "deny-covers")
+        })
+    };
+    while !watching() {
+        assert!(started.elapsed() < Duration::from_secs(10), "no thread waits for the covers");
+    }
+    let children = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children")).ok()?;
+    let coverer: i32 = children.split_whitespace().next()?.parse().ok()?;
+    // SAFETY: a signal to the server's own child.
+    if unsafe { libc::kill(coverer, libc::SIGSTOP) } != 0 {
+        return None;
+    }
+    // Stopped, or a zombie that had sent its verdict.
+    loop {
+        let stat = std::fs::read_to_string(format!("/proc/{coverer}/stat")).ok()?;
+        match stat.rsplit(')').next()?.split_whitespace().next()? {
+            "T" => return Some(coverer),
+            "Z" | "X" => return None,
+            _ => std::thread::yield_now(),
+        }
+    }
+}

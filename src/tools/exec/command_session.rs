@@ -11,7 +11,7 @@ use serde_json::json;
 
 use super::session::{self, exit_code, Reading};
 use super::spill::Spill;
-use super::{spawn, working_directory, ExecArgs, Streams};
+use super::{spawn, working_directory, ExecArgs, Streams, FOREGROUND_TIMEOUT};
 use crate::error::ToolError;
 use crate::tools::{Content, Ctx, Output, Structured};
 
@@ -60,7 +60,9 @@ pub fn start(ctx: &Ctx, args: &ExecArgs) -> Result<Output, ToolError> {
         stderr: std::mem::replace(&mut plumbing.stderr, Stdio::null()),
         tty: plumbing.tty,
     };
-    let child = spawn(ctx, &args.command, &cwd, io)?;
+    let wait =
+        Duration::from_secs(args.timeout.unwrap_or(FOREGROUND_TIMEOUT).min(FOREGROUND_TIMEOUT));
+    let child = spawn(ctx, &args.command, &cwd, io, wait)?;
     let session = session::start(slot, &args.command, child, plumbing, spill, args.timeout)?;
     let wait = args.wait_seconds.unwrap_or(FIRST_WAIT);
     // An offset no output reaches: only the end (or cancellation) stops the wait.
