@@ -38,18 +38,12 @@ fn a_client_root_inside_a_denied_directory_does_not_lift_the_rule() {
 #[cfg(target_os = "linux")]
 #[test]
 fn decoys_do_not_uncover_a_secret_from_commands() {
-    if !require("Landlock", kernel_has_landlock())
-        || !require("user namespaces", namespaces_work(User::Invoker))
-    {
+    if !covers_testable(User::Invoker) {
         return;
     }
     let env = TestEnv::new(&["root/a", "root/b"], &[]);
-    // The walk goes in directory order: the decoys go in the directory it enters first.
-    let order: Vec<String> = std::fs::read_dir(env.path("root"))
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    let (decoys, secret) = (&order[0], &order[1]);
+    // The decoys go in the directory the walk enters first.
+    let (decoys, secret) = walk_order(&env);
     for i in 0..4100 {
         env.write(&format!("root/{decoys}/{i}.pem"), "");
     }
@@ -65,23 +59,27 @@ fn decoys_do_not_uncover_a_secret_from_commands() {
     assert!(note.contains("execute_command is refused"), "{note}");
 }
 
+/// The two directories of `root`, in the order the walk enters them (directory order).
+#[cfg(target_os = "linux")]
+fn walk_order(env: &TestEnv) -> (String, String) {
+    let order: Vec<String> = std::fs::read_dir(env.path("root"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    (order[0].clone(), order[1].clone())
+}
+
 /// The covers are made beside the start, by a walk that takes a while over a big tree: a
 /// command sent at once waits for them, and so cannot read a secret the walk reaches last.
 #[cfg(target_os = "linux")]
 #[test]
 fn a_command_at_start_waits_for_the_covers_of_a_big_tree() {
-    if !require("Landlock", kernel_has_landlock())
-        || !require("user namespaces", namespaces_work(User::Invoker))
-    {
+    if !covers_testable(User::Invoker) {
         return;
     }
     let env = TestEnv::new(&["root/a", "root/b"], &[]);
-    let order: Vec<String> = std::fs::read_dir(env.path("root"))
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
     // 40,000 entries to walk first, then the secret.
-    let (crowd, secret) = (&order[0], &order[1]);
+    let (crowd, secret) = walk_order(&env);
     for i in 0..40_000 {
         env.write(&format!("root/{crowd}/{i}"), "");
     }
