@@ -260,13 +260,18 @@ impl StateDir {
                 None => Recovered::Discarded { journal },
             })
         };
+        // An empty journal (a server that ended with no patch under way: every start finds
+        // its predecessor's) needs no durable removal: back after a crash, it is empty again.
+        // The directory's fsync was most of a start, 5 ms of 13 on this disk.
         let cleared = if pid == own {
             let journal = self.journal.lock().unwrap_or_else(|e| e.into_inner());
             journal.set_len(0).and_then(|()| journal.sync_all())
         } else {
             let removed = fs::remove_file(path);
             let _ = fs::remove_file(self.dir.join(format!("{pid}.lock")));
-            sync_dir(&self.dir);
+            if !text.is_empty() {
+                sync_dir(&self.dir);
+            }
             removed
         };
         cleared.map_err(|e| format!("clearing it: {e}"))?;
