@@ -695,7 +695,7 @@ pub fn describe(
     }
     line(
         "read-write",
-        std::path::Path::new("$TMPDIR/replay-cmd-tmp-UID/PID"),
+        std::path::Path::new("$TMPDIR/replay-cmd-tmp-UID/PID-START"),
         "the commands' own TMPDIR",
     );
     for dir in SYSTEM_READ {

@@ -1,7 +1,11 @@
 //! The commands' TMPDIR: one private directory per server process.
 //!
 //! `$TMPDIR/replay-cmd-tmp-<uid>/` is the user's (mode 0700, checked to be the user's own, kept
-//! across runs), and inside it each server has `<pid>/`. The sandbox grants a server its own
+//! across runs), and inside it each server has `<pid>-<start>/` (`<start>`: when the process
+//! started, in clock ticks since boot; Linux only, else `<pid>/`). The start time keeps a
+//! server that got a dead one's pid apart from it: by pid alone, a start that found the pid
+//! dead went on removing its directories after a new server of that pid had made its own
+//! there (pids wrap at 32,768 on many systems; a test run reuses them). The sandbox grants a server its own
 //! `<pid>/` only: a command of one server can neither read nor plant anything in another's.
 //!
 //! So a sandboxed server cannot remove its directory from the parent. It is made at start-up,
@@ -43,7 +47,7 @@ impl CommandTmp {
         // The sandbox names it by a path without symlinks (a symlinked TMPDIR is common).
         let parent = std::fs::canonicalize(&parent).ok()?;
         sweep(&parent);
-        let dir = parent.join(std::process::id().to_string());
+        let dir = parent.join(own_name());
         // Left by an earlier process with this pid. Never a gone server's directory reused: a
         // process its commands left behind (`setsid`) may still hold it. A new directory
         // costs 0.03 ms to 0.6 ms on ext4, as its allocator finds room.
@@ -144,20 +148,51 @@ pub fn parent(temp: &Path) -> PathBuf {
     temp.join(format!("replay-cmd-tmp-{}", nix::unistd::geteuid().as_raw()))
 }
 
+/// This process's directory's name: `<pid>-<start>`, or `<pid>` where the start time is unknown.
+fn own_name() -> String {
+    let pid = std::process::id();
+    match start_time(pid as i32) {
+        Some(start) => format!("{pid}-{start}"),
+        None => pid.to_string(),
+    }
+}
+
+/// When process `pid` started, in clock ticks since boot (`/proc/<pid>/stat`'s 22nd field).
+#[cfg(target_os = "linux")]
+fn start_time(pid: i32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // After the command name, which may hold spaces and parentheses: field 3 on.
+    stat.rsplit_once(')')?.1.split_whitespace().nth(19)?.parse().ok()
+}
+
+#[cfg(not(target_os = "linux"))]
+fn start_time(_pid: i32) -> Option<u64> {
+    None
+}
+
+/// Whether the server a directory's name (`<pid>-<start>` or `<pid>`, without `.caches`) names
+/// has ended: no process has its pid, or the one that has started at another time. `None` for a
+/// name no server gives.
+fn ended(name: &str) -> Option<bool> {
+    let (pid, start) = match name.split_once('-') {
+        Some((pid, start)) => (pid, Some(start.parse::<u64>().ok()?)),
+        None => (name, None),
+    };
+    let pid = pid.parse::<i32>().ok().filter(|&pid| pid > 0)?;
+    let gone = matches!(
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None),
+        Err(nix::errno::Errno::ESRCH)
+    );
+    Some(gone || start.is_some_and(|start| start_time(pid).is_some_and(|now| now != start)))
+}
+
 /// Removes the directories of servers that are no longer running.
 fn sweep(parent: &Path) {
     let Ok(entries) = std::fs::read_dir(parent) else { return };
     for entry in entries.flatten() {
         let name = entry.file_name();
-        let pid = name.to_str().map(|n| n.strip_suffix(".caches").unwrap_or(n));
-        let Some(pid) = pid.and_then(|n| n.parse::<i32>().ok()) else {
-            continue;
-        };
-        let gone = matches!(
-            nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None),
-            Err(nix::errno::Errno::ESRCH)
-        );
-        if gone && pid > 0 {
+        let server = name.to_str().map(|n| n.strip_suffix(".caches").unwrap_or(n));
+        if server.and_then(ended) == Some(true) {
             let path = entry.path();
             // Only a caches' directory holds overlays' work directories; a command's TMPDIR
             // holds what its commands made.

@@ -31,8 +31,19 @@ fn gone_servers_directories_are_removed_and_nothing_else() {
     // pid 1 is running; a name that is not a pid is not a server's.
     std::fs::create_dir(parent.join("1")).unwrap();
     std::fs::create_dir(parent.join("notes")).unwrap();
+    // This process, by its pid and start time; and its pid with another start time: a server
+    // that had the pid before it, which has ended.
+    let own = own_name();
+    std::fs::create_dir(parent.join(&own)).unwrap();
+    std::fs::create_dir(parent.join(format!("{own}.caches"))).unwrap();
+    let before = format!("{}-1", std::process::id());
+    std::fs::create_dir(parent.join(&before)).unwrap();
+    std::fs::create_dir(parent.join(format!("{before}.caches"))).unwrap();
+    std::fs::create_dir(parent.join(format!("{GONE}-5"))).unwrap();
     sweep(&parent);
-    assert_eq!(names(&parent), ["1", "notes"]);
+    let mut kept = vec!["1".to_string(), own.clone(), format!("{own}.caches"), "notes".into()];
+    kept.sort();
+    assert_eq!(names(&parent), kept);
     std::fs::remove_dir_all(&parent).unwrap();
 }
 
