@@ -151,8 +151,14 @@ impl StateDir {
         fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
         private_dir(dir)?;
         let pid = std::process::id();
-        let lock = take_lock(dir, pid, FlockArg::LockExclusive)?
-            .ok_or_else(|| io::Error::from(io::ErrorKind::WouldBlock))?;
+        // Held: a live process of the same pid in another PID namespace (two containers with
+        // one home) has this directory. Waiting for it would hold this start until it exits.
+        let lock = take_lock(dir, pid, FlockArg::LockExclusiveNonblock)?.ok_or_else(|| {
+            io::Error::other(format!(
+                "{pid}.lock is held by a server with the same pid in another PID namespace; \
+                 give this one a state directory of its own (XDG_STATE_HOME)"
+            ))
+        })?;
         let journal = OpenOptions::new()
             .read(true)
             .write(true)

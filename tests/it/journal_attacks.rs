@@ -249,3 +249,31 @@ fn a_symlinked_state_directory_is_not_used() {
     assert!(message.contains("state directory"), "{message}");
     assert_eq!(std::fs::read_dir(env.path("elsewhere")).unwrap().count(), 0);
 }
+
+/// Two servers that share a state directory from two PID namespaces (two containers with one
+/// home) can run with the same pid, here 1 each: the second must start and answer, not wait
+/// on the first's `1.lock` until the first exits.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_server_whose_pid_another_pid_namespace_uses_starts() {
+    if !require("root, for unshare --pid", crate::isolation::is_root()) {
+        return;
+    }
+    let env = TestEnv::new(&["root"], &[]);
+    let allow = format!("{}:rw", env.p("root"));
+    let pid_one = || {
+        #[expect(clippy::disallowed_methods, reason = "the server runs as pid 1 of its own")]
+        let mut cmd = std::process::Command::new("unshare");
+        cmd.args(["--pid", "--fork", "--kill-child"])
+            .arg(replay_command().get_program())
+            .args(["--mcp-server", "--allow", &allow])
+            .env("XDG_STATE_HOME", env.p("state"));
+        Server::from_command(cmd)
+    };
+    let mut first = pid_one();
+    first.initialize("2025-06-18");
+    assert!(env.path("state/replay/1.lock").exists(), "the first server is not pid 1");
+    let mut second = pid_one();
+    second.initialize("2025-06-18");
+    let _ = second.call_text("list_allowed_directories", json!({}));
+}
