@@ -88,13 +88,14 @@ pub fn execute_command(ctx: &Ctx, args: ExecArgs) -> Result<Output, ToolError> {
         ));
     }
     let cwd = working_directory(ctx, args.working_directory.as_deref())?;
-    // The covers' wait counts against the timeout, as the command's run does.
+    // The wait for the deny rules' covers counts against the timeout, as the run does.
+    let started = Instant::now();
     let mut child =
         spawn(ctx, &args.command, &cwd, Streams::piped(), Duration::from_secs(timeout))?;
     let pgid = Pid::from_raw(child.id() as i32);
     let stdout = child.stdout.take();
     let stderr = child.stderr.take();
-    let clock = Clock { started: Instant::now(), timeout };
+    let clock = Clock { started, timeout };
     // Output bytes so far, for progress reports.
     let produced = AtomicU64::new(0);
     // Set once the group is killed: when the readers stop (`drain`).

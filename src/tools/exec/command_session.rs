@@ -62,8 +62,11 @@ pub fn start(ctx: &Ctx, args: &ExecArgs) -> Result<Output, ToolError> {
     };
     let wait =
         Duration::from_secs(args.timeout.unwrap_or(FOREGROUND_TIMEOUT).min(FOREGROUND_TIMEOUT));
+    let asked = std::time::Instant::now();
     let child = spawn(ctx, &args.command, &cwd, io, wait)?;
-    let session = session::start(slot, &args.command, child, plumbing, spill, args.timeout)?;
+    // The wait for the deny rules' covers counts against the session's timeout.
+    let timeout = args.timeout.map(|t| t.saturating_sub(asked.elapsed().as_secs()).max(1));
+    let session = session::start(slot, &args.command, child, plumbing, spill, timeout)?;
     let wait = args.wait_seconds.unwrap_or(FIRST_WAIT);
     // An offset no output reaches: only the end (or cancellation) stops the wait.
     session.wait(ctx, u64::MAX, Some(Duration::from_secs(wait)));
