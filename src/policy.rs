@@ -91,6 +91,9 @@ pub enum DenyReason {
     /// name they could fall out from under a path rule, and a copy is a new file that the
     /// commands' namespace does not cover.
     HoldsHidden { n: u64 },
+    /// A directory to move or copy holding `n` entries the check for hidden ones could not see
+    /// (unreadable, or past the longest path): one of them might hold what a rule hides.
+    HoldsUnseen { n: u64 },
 }
 
 /// A refused path: the client's path (absolute, lexically normalized) and the reason.
@@ -131,6 +134,13 @@ impl fmt::Display for Denied {
                 "path not allowed: {path} holds {n} entries that deny rules hide, which a move \
                  or copy could carry out from under their rules; move or copy the entries you \
                  need one by one"
+            ),
+            DenyReason::HoldsUnseen { n } => write!(
+                f,
+                "path not allowed: {path} holds {n} entries that cannot be read or whose paths \
+                 are too long, so it cannot be checked for what deny rules hide, which a move or \
+                 copy could carry out from under their rules; move or copy the entries you need \
+                 one by one"
             ),
         }
     }

@@ -105,6 +105,10 @@ pub struct Summary {
     pub too_long: u64,
     /// Entries not reported (nor entered) because a deny rule matches them.
     pub denied: u64,
+    /// Directories below the root that could not be opened or read to the end: what they hold
+    /// is not reported. Counted by `visit` (for the move and copy check), not by the tree's
+    /// breadth-first walk.
+    pub unreadable: u64,
 }
 
 impl Summary {
@@ -127,6 +131,7 @@ impl Summary {
     /// Adds what another walk left out.
     pub fn add(&mut self, other: Summary) {
         self.too_long += other.too_long;
+        self.unreadable += other.unreadable;
         self.denied += other.denied;
     }
 }
@@ -220,6 +225,7 @@ where
         queue: Mutex::new(Queue { jobs: Vec::new(), busy: 0, idle: 0 }),
         changed: Condvar::new(),
         too_long: AtomicU64::new(0),
+        unreadable: AtomicU64::new(0),
         hiding: Hiding::new(root),
     };
     walker.push(Job { dir: DirToOpen::Open(handle), path: root.real.clone(), depth: 0, ignores });
@@ -238,6 +244,7 @@ where
     Ok(Summary {
         too_long: walker.too_long.into_inner(),
         denied: walker.hiding.denied.into_inner(),
+        unreadable: walker.unreadable.into_inner(),
     })
 }
 
@@ -250,6 +257,8 @@ struct Walker<'o, 's> {
     changed: Condvar,
     /// Entries left out for their paths' length.
     too_long: AtomicU64,
+    /// Directories that could not be opened or read to the end.
+    unreadable: AtomicU64,
     hiding: Hiding<'o>,
 }
 
@@ -346,8 +355,13 @@ impl Walker<'_, '_> {
             DirToOpen::Open(fd) => fd,
             DirToOpen::In(parent, name) => match confined::open_subdir(parent.as_fd(), &name) {
                 Ok(fd) => fd,
-                // Unreadable, or no longer a directory: skipped.
-                Err(_) => return,
+                // Gone, or no longer a directory: nothing to report.
+                Err(e) if matches!(e.raw_os_error(), Some(libc::ENOENT | libc::ENOTDIR)) => return,
+                // Unreadable: skipped, and counted.
+                Err(_) => {
+                    self.unreadable.fetch_add(1, AtomicOrdering::Relaxed);
+                    return;
+                }
             },
         };
         let dir = Arc::new(dir);
@@ -364,8 +378,8 @@ impl Walker<'_, '_> {
             hiding: &self.hiding,
             count_hidden: true,
         };
-        // Unreadable: what was read is reported, the rest skipped.
-        let _ = confined::for_each_entry(dir.as_fd(), |name, kind| {
+        // Unreadable: what was read is reported, the rest skipped, and counted.
+        let listed = confined::for_each_entry(dir.as_fd(), |name, kind| {
             if self.cancelled() {
                 return;
             }
@@ -384,6 +398,9 @@ impl Walker<'_, '_> {
             }
             visitor(Entry { dir: Some(Arc::clone(&dir)), ..entry });
         });
+        if listed.is_err() {
+            self.unreadable.fetch_add(1, AtomicOrdering::Relaxed);
+        }
     }
 }
 

@@ -238,13 +238,6 @@ impl DenyRules {
         self.rules.is_empty()
     }
 
-    /// Whether moving or copying a directory could carry a denied path out from under its
-    /// rule: only a path rule or an anchored one depends on the names above the file. Name
-    /// rules match wherever the file goes.
-    pub fn has_path_rules(&self) -> bool {
-        !self.paths.is_empty() || !self.anchored.is_empty() || !self.private.is_empty()
-    }
-
     /// The rule that denies `path`, which lies in the allowed directory `root`: the first that
     /// matches `path` or a directory between `root` and it.
     pub fn matching(&self, root: &Path, path: &Path) -> Option<&DenyRule> {

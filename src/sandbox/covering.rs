@@ -12,7 +12,8 @@
 //! and no longer than the client keeps the call, then runs only if the covers are in place, so
 //! no command sees what the rules hide. The file tools need not wait: none can carry a secret
 //! out from under a cover the walk is about to make (a move or copy of a directory holding a
-//! denied entry is refused, `tools::refuse_moving_hidden`, and no tool makes links).
+//! denied entry, or one it cannot look into whole, is refused: `tools::refuse_carrying_hidden`;
+//! and no tool makes links).
 //!
 //! A server that already runs threads (one that took its directories from the client's roots)
 //! cannot fork safely, and walks at once, as the namespace's helper mounts (`Covering::done`).
@@ -83,6 +84,11 @@ impl Covering {
             State::Refused(why) => Err(NotCovered::Refused(why.clone())),
             _ => Ok(()),
         }
+    }
+
+    /// Whether the walk still runs.
+    pub fn pending(&self) -> bool {
+        *self.state.lock().unwrap_or_else(|e| e.into_inner()) == State::Walking
     }
 
     /// Why commands are refused, once known: `None` while the walk runs and once it covered.

@@ -79,7 +79,7 @@ fn walk(roots: &[AllowedRoot], deny: &DenyRules, root: &Path, dir: &Path, found:
             return hide(found, Hidden { path: dir.to_path_buf(), dir: true });
         }
         Err(e) => {
-            found.gave_up = Some(format!("{} cannot be read: {e}", dir.display()));
+            found.gave_up = Some(format!("{} cannot be read: {e}", shown(dir)));
             return;
         }
     };
@@ -98,7 +98,7 @@ fn walk(roots: &[AllowedRoot], deny: &DenyRules, root: &Path, dir: &Path, found:
             Ok(kind) => kind,
             Err(e) if e.raw_os_error() == Some(libc::ENOENT) => continue,
             Err(e) => {
-                found.gave_up = Some(format!("{} cannot be read: {e}", path.display()));
+                found.gave_up = Some(format!("{} cannot be read: {e}", shown(&path)));
                 return;
             }
         };
@@ -117,6 +117,16 @@ fn walk(roots: &[AllowedRoot], deny: &DenyRules, root: &Path, dir: &Path, found:
         if kind.is_dir() {
             walk(roots, deny, root, &path, found);
         }
+    }
+}
+
+/// `path` for a message: its first 160 bytes when it is longer (a path past 4,096 bytes would
+/// fill the reply), which name where it lies.
+fn shown(path: &Path) -> String {
+    let text = path.display().to_string();
+    match text.char_indices().nth(160) {
+        Some((cut, _)) => format!("{}…", &text[..cut]),
+        None => text,
     }
 }
 

@@ -592,6 +592,11 @@ impl CommandConfinement {
         self.covering.as_ref().map_or(Ok(()), |c| c.wait(limit, cancelled))
     }
 
+    /// Whether the walk for the deny rules' covers still runs.
+    pub fn covers_pending(&self) -> bool {
+        self.covering.as_ref().is_some_and(|c| c.pending())
+    }
+
     /// `status_note` (`Status::note`), saying also that every command is refused when the deny
     /// rules' covers could not be made. It does not wait for them.
     pub fn note(&self, status_note: Option<&str>) -> Option<String> {

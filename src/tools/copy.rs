@@ -19,7 +19,7 @@ use crate::error::ToolError;
 use crate::fs::atomic::{rename_no_replace, temp_name};
 use crate::fs::tree;
 use crate::policy::confined::{Kind, Slot};
-use crate::tools::{into_itself, refuse_copying_hidden, Ctx, Output};
+use crate::tools::{into_itself, refuse_carrying_hidden, Ctx, Output};
 
 #[derive(Deserialize)]
 pub struct CopyFileArgs {
@@ -32,7 +32,7 @@ pub struct CopyFileArgs {
 pub fn copy_file(ctx: &Ctx, args: CopyFileArgs) -> Result<Output, ToolError> {
     let source = ctx.policy.resolve_read(&args.source)?;
     let destination = ctx.policy.resolve_write(&args.destination)?;
-    refuse_copying_hidden(ctx, &source)?;
+    refuse_carrying_hidden(ctx, &source)?;
     let failed = |e| ToolError::io("copy", &source.shown, e);
     // A device, FIFO or socket is refused before it is opened (opening some devices acts).
     let meta = source.metadata().map_err(failed)?;

@@ -27,7 +27,7 @@ use crate::error::ToolError;
 use crate::policy::{Denied, DenyReason, Policy, ResolvedPath};
 use crate::progress::{Cancel, Progress};
 use crate::reply_size::Budget;
-use crate::walk::WalkOptions;
+use crate::walk::{Summary, WalkOptions};
 use crate::write_order::WriteTurn;
 
 use self::table::Tool;
@@ -164,40 +164,36 @@ pub fn resolve_dir(ctx: &Ctx, raw: &str, op: &'static str) -> Result<ResolvedPat
     Ok(dir)
 }
 
-/// Refuses to move a directory that holds entries a deny rule with a `/` hides (under another
-/// name they could fall out from under the rule: `config/prod.yaml` once `config` is `cfg`).
-/// Name rules (`.env`) match wherever an entry goes, and the commands' cover over it moves with
-/// its directory, so only path rules cost this walk of the directory.
-pub fn refuse_moving_hidden(ctx: &Ctx, source: &ResolvedPath) -> Result<(), ToolError> {
-    if !ctx.policy.deny_rules().has_path_rules() {
-        return Ok(());
-    }
-    refuse_holding_hidden(ctx, source)
-}
-
-/// Refuses to copy a directory that holds entries any deny rule hides: the copies would be new
-/// files, which the commands' namespace (covering what existed at start) does not cover.
-pub fn refuse_copying_hidden(ctx: &Ctx, source: &ResolvedPath) -> Result<(), ToolError> {
-    if ctx.policy.deny_rules().is_empty() {
-        return Ok(());
-    }
-    refuse_holding_hidden(ctx, source)
-}
-
-fn refuse_holding_hidden(ctx: &Ctx, source: &ResolvedPath) -> Result<(), ToolError> {
-    if !source.metadata().is_ok_and(|m| m.is_dir()) {
+/// Refuses to move or copy a directory that holds entries a deny rule hides, or that it cannot
+/// look into whole. Copies would be new files, which the commands' covers (made for what
+/// existed at start) do not cover; a move could take an entry out from under a path rule
+/// (`config/prod.yaml` once `config` is `cfg`), or, while the start's walk runs, from where it
+/// has yet to look to where it has looked.
+pub fn refuse_carrying_hidden(ctx: &Ctx, source: &ResolvedPath) -> Result<(), ToolError> {
+    if ctx.policy.deny_rules().is_empty() || !source.metadata().is_ok_and(|m| m.is_dir()) {
         return Ok(());
     }
     let options = WalkOptions { cancel: Some(ctx.cancel), ..WalkOptions::default() };
-    // A directory that cannot be read holds nothing the move could expose that a read could
-    // reach: the tool's own error says why it failed.
-    let Ok(summary) = crate::walk::visit(source, &options, || |_: crate::walk::Entry| {}) else {
-        return Ok(());
+    // What cannot be looked into might hold what a rule hides (a command opens a name in a
+    // directory it may not list): refused, as what is too long to look at. One that is gone
+    // gets the tool's own error.
+    let summary = match crate::walk::visit(source, &options, || |_: crate::walk::Entry| {}) {
+        Ok(summary) => summary,
+        Err(e) if matches!(e.raw_os_error(), Some(libc::ENOENT | libc::ENOTDIR)) => return Ok(()),
+        Err(_) => Summary { unreadable: 1, ..Summary::default() },
     };
-    if summary.denied == 0 {
-        return Ok(());
-    }
-    let reason = DenyReason::HoldsHidden { n: summary.denied };
+    // Past 4,096 bytes nothing is seen, but only a move while the start's walk runs could
+    // carry a secret there out of sight of the covers: a walk that met such a path refused
+    // commands (and copies keep the depth). So deep trees move and copy once the covers stand.
+    let pending = ctx.settings.confinement.covers_pending();
+    let too_long = if pending { summary.too_long } else { 0 };
+    let reason = match summary {
+        Summary { denied: 0, unreadable: 0, .. } if too_long == 0 => return Ok(()),
+        Summary { denied: 0, unreadable, .. } => {
+            DenyReason::HoldsUnseen { n: too_long + unreadable }
+        }
+        Summary { denied, .. } => DenyReason::HoldsHidden { n: denied },
+    };
     Err(ToolError::from(Denied { path: source.shown.clone(), reason }))
 }
 

@@ -11,7 +11,7 @@ use crate::error::ToolError;
 use crate::fs::atomic;
 use crate::fs::tree;
 use crate::policy::confined::Slot;
-use crate::tools::{into_itself, refuse_moving_hidden, Ctx, Output};
+use crate::tools::{into_itself, refuse_carrying_hidden, Ctx, Output};
 
 #[derive(Deserialize)]
 pub struct MoveFileArgs {
@@ -22,7 +22,7 @@ pub struct MoveFileArgs {
 pub fn move_file(ctx: &Ctx, args: MoveFileArgs) -> Result<Output, ToolError> {
     let source = ctx.policy.resolve_remove(&args.source)?;
     let destination = ctx.policy.resolve_write(&args.destination)?;
-    refuse_moving_hidden(ctx, &source)?;
+    refuse_carrying_hidden(ctx, &source)?;
     let failed = |e| ToolError::io("move", &source.shown, e);
     let from = source.slot().map_err(failed)?;
     if from.stat().map_err(failed)?.is_none() {

@@ -188,8 +188,11 @@ pub fn breadth_first(
     for (j, more) in walk.peek_all(&handle, &root.real, peeks) {
         levels.nodes[j].children.more = more;
     }
-    levels.summary =
-        Summary { too_long: walk.too_long.into_inner(), denied: walk.hiding.denied.into_inner() };
+    levels.summary = Summary {
+        too_long: walk.too_long.into_inner(),
+        denied: walk.hiding.denied.into_inner(),
+        unreadable: 0,
+    };
     Ok(levels)
 }
 

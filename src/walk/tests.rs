@@ -232,7 +232,7 @@ fn paths_over_4096_bytes_are_left_out_and_counted() {
     let fitting = (4096 - root_len) / 201;
     assert_eq!(walked.len(), fitting);
     assert!(walked.iter().all(|e| root.join(e.rel()).as_os_str().len() <= 4096));
-    assert_eq!(summary, Summary { too_long: 1, denied: 0 });
+    assert_eq!(summary, Summary { too_long: 1, denied: 0, unreadable: 0 });
     assert!(summary.note().unwrap().contains("4096 bytes"));
     let top = nix::fcntl::open(&root, flags, nix::sys::stat::Mode::empty()).unwrap();
     crate::fs::tree::remove_at(top.as_fd(), std::ffi::OsStr::new(&name), &crate::fs::tree::never)

@@ -371,3 +371,134 @@ fn stop_the_covers_process(pid: u32) -> Option<i32> {
         }
     }
 }
+
+/// Makes `root/<top>/` and, below it, directories of 200-byte names until the path of the
+/// deepest is 4,094 bytes, with `sub/.env` in it (past 4,096 bytes); gives the deepest's path.
+#[cfg(target_os = "linux")]
+fn secret_past_path_max(env: &TestEnv, top: &str) -> String {
+    use nix::fcntl::{openat, OFlag};
+    use nix::sys::stat::{mkdirat, Mode};
+    let flags = OFlag::O_DIRECTORY | OFlag::O_RDONLY | OFlag::O_CLOEXEC;
+    let mode = Mode::from_bits_truncate(0o755);
+    let mut path = env.p(&format!("root/{top}"));
+    std::fs::create_dir_all(&path).unwrap();
+    let mut dir = std::fs::File::open(&path).unwrap().into();
+    loop {
+        let left = 4094 - path.len() - 1;
+        let name = "d".repeat(left.min(200));
+        mkdirat(&dir, name.as_str(), mode).unwrap();
+        dir = openat(&dir, name.as_str(), flags, Mode::empty()).unwrap();
+        path = format!("{path}/{name}");
+        if left <= 200 {
+            break;
+        }
+    }
+    mkdirat(&dir, "sub", mode).unwrap();
+    let sub = openat(&dir, "sub", flags, Mode::empty()).unwrap();
+    let create = OFlag::O_CREAT | OFlag::O_WRONLY | OFlag::O_CLOEXEC;
+    let secret = openat(&sub, ".env", create, Mode::from_bits_truncate(0o600)).unwrap();
+    std::io::Write::write_all(&mut std::fs::File::from(secret), b"SECRET=hunter2\n").unwrap();
+    path
+}
+
+/// While the start's walk runs, move_file refuses a directory holding an entry a rule hides,
+/// lest it carry the entry from where the walk has yet to look to where it has looked. An entry
+/// whose path passes 4,096 bytes (sub/.env below a 4,094-byte directory), which no walk sees,
+/// counts too: moved up, it has a short path again. (Once the walk is done, it has refused
+/// commands for that path, and the move is allowed.)
+#[cfg(target_os = "linux")]
+#[test]
+fn move_file_refuses_a_directory_whose_secret_lies_past_path_max() {
+    if !covers_testable(User::Invoker) {
+        return;
+    }
+    let env = TestEnv::new(&["root/up", "root/many"], &[]);
+    for i in 0..10_000 {
+        std::fs::write(env.path(&format!("root/many/{i}")), "").unwrap();
+    }
+    let deep = secret_past_path_max(&env, "deep");
+    let allow = format!("{}:rw", env.p("root"));
+    let (mut server, coverer) = (0..20)
+        .find_map(|_| {
+            let server = Server::spawn(["--mcp-server", "--allow", &allow]);
+            let coverer = stop_the_covers_process(server.pid())?;
+            Some((server, coverer))
+        })
+        .expect("twenty servers covered the secrets before the test could stop one");
+    server.initialize("2025-06-18");
+    let moved = json!({"source": deep, "destination": env.p("root/up/moved")});
+    server.call_err("move_file", moved.clone(), -32001);
+    assert!(std::path::Path::new(&deep).exists(), "the refused move left the directory in place");
+    // SAFETY: a signal to the server's own child.
+    assert_eq!(unsafe { libc::kill(coverer, libc::SIGCONT) }, 0);
+    let error = server.call_err("execute_command", json!({"command": "true"}), -32603);
+    assert!(error.message.contains("File name too long"), "{error:?}");
+    server.call_text("move_file", moved);
+}
+
+/// The wait for held-up covers counts against a command's timeout: covers made 3 s into a
+/// call with a 4 s timeout leave the command 1 s, not 4 more.
+#[cfg(target_os = "linux")]
+#[test]
+fn the_wait_for_covers_counts_against_the_timeout() {
+    use std::time::{Duration, Instant};
+    if !covers_testable(User::Invoker) {
+        return;
+    }
+    let env = TestEnv::new(&["root/many"], &[("root/.env", "SECRET=hunter2\n")]);
+    for i in 0..10_000 {
+        std::fs::write(env.path(&format!("root/many/{i}")), "").unwrap();
+    }
+    let allow = format!("{}:rw", env.p("root"));
+    let (mut server, coverer) = (0..20)
+        .find_map(|_| {
+            let server = Server::spawn(["--mcp-server", "--allow", &allow]);
+            let coverer = stop_the_covers_process(server.pid())?;
+            Some((server, coverer))
+        })
+        .expect("twenty servers covered the secrets before the test could stop one");
+    server.initialize("2025-06-18");
+    let asked = Instant::now();
+    // A filesystem that answers after 3 s, as the held-up walk's stand-in.
+    let resume = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_secs(3));
+        // SAFETY: a signal to the server's own child.
+        unsafe { libc::kill(coverer, libc::SIGCONT) }
+    });
+    let reply = server.call("execute_command", json!({"command": "sleep 30", "timeout": 4}));
+    let took = asked.elapsed();
+    assert_eq!(resume.join().unwrap(), 0);
+    assert!(took < Duration::from_secs(6), "{took:?} for a 4 s timeout: {}", reply.line);
+}
+
+/// move_file refuses a directory holding one it cannot list (mode 0300, holding `.env`): what
+/// it cannot read may hold what a rule hides, and the move could carry it from where the start
+/// walk has yet to look to where it has looked, out of every cover.
+#[cfg(target_os = "linux")]
+#[test]
+fn move_file_refuses_a_directory_holding_one_it_cannot_list() {
+    use crate::isolation::{give, ids, privileges};
+    if !covers_testable(User::Unprivileged) {
+        return;
+    }
+    let env = TestEnv::new(&["root/up", "root/p/d"], &[("root/p/d/.env", "SECRET=hunter2\n")]);
+    give(&env, ids(User::Unprivileged));
+    env.set_mode("root/p/d", 0o300);
+    let allow = format!("{}:rw", env.p("root"));
+    let mut cmd = match privileges(User::Unprivileged) {
+        Some(mut setpriv) => {
+            setpriv.arg(crate::harness::BIN);
+            setpriv
+        }
+        None => crate::harness::replay_command(),
+    };
+    cmd.args(["--mcp-server", "--allow", &allow]);
+    let mut server = Server::from_command(cmd);
+    server.initialize("2025-06-18");
+    let moved = json!({"source": env.p("root/p"), "destination": env.p("root/up/p")});
+    let reply = server.call("move_file", moved);
+    // Readable again for the clean-up, wherever it is now.
+    let left = if env.path("root/p").exists() { "root/p/d" } else { "root/up/p/d" };
+    env.set_mode(left, 0o700);
+    assert!(reply.line.contains("\"error\""), "{}", reply.line);
+}
