@@ -559,10 +559,18 @@ fn call_interrupted_kills_its_command_and_exits_130() {
     let status = child.wait().expect("wait");
     assert_eq!(status.code(), Some(130), "{stderr}");
     assert!(stderr.contains("interrupted by signal 2"), "{stderr}");
-    // The sleep was the shell's own process (exec), replay's child: reaped before replay exited.
-    assert_eq!(
-        kill(Pid::from_raw(pid), None),
-        Err(nix::errno::Errno::ESRCH),
-        "sleep {pid} runs on"
-    );
+    // The sleep was the shell's own process (exec), killed with its PID namespace when replay
+    // ended the command. The kernel's kill of a namespace runs on after the exit: gone, a
+    // zombie, or the pid reused by another program (pids wrap at 32,768 on a busy machine)
+    // all mean it no longer runs; a wait for that, not a look at once.
+    let started = std::time::Instant::now();
+    let runs = || {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let (comm, rest) = stat.rsplit_once(')').unwrap_or_default();
+        comm.ends_with("(sleep") && !rest.trim_start().starts_with(['Z', 'X'])
+    };
+    while runs() {
+        assert!(started.elapsed() < REPLY_TIMEOUT, "sleep {pid} runs on");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
 }

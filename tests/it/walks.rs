@@ -239,9 +239,10 @@ fn a_cut_tree_opens_no_directory_below_what_it_shows() {
             deep.push(env.path(&rel));
         }
     }
-    // Watched once the server runs: its start walks the roots once for deny rules'
-    // matches (`sandbox::hidden`), which is not the tree's doing.
+    // Watched once the walk for the deny rules' covers (`sandbox::covering`, beside the
+    // start) is done, which is not the tree's doing: a command waits for it.
     let mut server = Server::start(&env);
+    server.call("execute_command", json!({"command": "true"}));
     let watch = DirWatch::new(&deep);
     let cut = server.call("directory_tree", json!({"path": env.p("root/t"), "maxEntries": 3}));
     let got: Value = serde_json::from_str(&cut.texts()[0]).expect("JSON");
