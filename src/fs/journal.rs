@@ -151,12 +151,22 @@ impl StateDir {
         fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
         private_dir(dir)?;
         let pid = std::process::id();
-        // Held: a live process of the same pid in another PID namespace (two containers with
-        // one home) has this directory. Waiting for it would hold this start until it exits.
-        let lock = take_lock(dir, pid, FlockArg::LockExclusiveNonblock)?.ok_or_else(|| {
+        // Held: another start recovering a dead server of this pid (for a moment), or a live
+        // server of the same pid in another PID namespace (two containers with one home), for
+        // which a blocking wait would hold this start until it exits. One second, then none.
+        let mut lock = None;
+        for _ in 0..100 {
+            lock = take_lock(dir, pid, FlockArg::LockExclusiveNonblock)?;
+            if lock.is_some() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        let lock = lock.ok_or_else(|| {
             io::Error::other(format!(
-                "{pid}.lock is held by a server with the same pid in another PID namespace; \
-                 give this one a state directory of its own (XDG_STATE_HOME)"
+                "{pid}.lock stayed held for a second, by a server with the same pid in another \
+                 PID namespace or a start recovering one; give this server a state directory of \
+                 its own (XDG_STATE_HOME)"
             ))
         })?;
         let journal = OpenOptions::new()
