@@ -182,17 +182,18 @@ pub fn refuse_carrying_hidden(ctx: &Ctx, source: &ResolvedPath) -> Result<(), To
         Err(e) if matches!(e.raw_os_error(), Some(libc::ENOENT | libc::ENOTDIR)) => return Ok(()),
         Err(_) => Summary { unreadable: 1, ..Summary::default() },
     };
-    // Past 4,096 bytes nothing is seen, but only a move while the start's walk runs could
-    // carry a secret there out of sight of the covers: a walk that met such a path refused
-    // commands (and copies keep the depth). So deep trees move and copy once the covers stand.
-    let pending = ctx.settings.confinement.covers_pending();
-    let too_long = if pending { summary.too_long } else { 0 };
-    let reason = match summary {
-        Summary { denied: 0, unreadable: 0, .. } if too_long == 0 => return Ok(()),
-        Summary { denied: 0, unreadable, .. } => {
-            DenyReason::HoldsUnseen { n: too_long + unreadable }
-        }
-        Summary { denied, .. } => DenyReason::HoldsHidden { n: denied },
+    // Past 4,096 bytes, or in a directory that cannot be read, nothing is seen; but only while
+    // the start's walk runs could a move carry a secret there out of the covers' sight. Once it
+    // is done, a walk that met a path too long refused commands, one it could not read is
+    // covered whole and the cover moves with it, and a copy keeps the depth or cannot read it.
+    let unseen = match ctx.settings.confinement.covers_pending() {
+        true => summary.too_long + summary.unreadable,
+        false => 0,
+    };
+    let reason = match summary.denied {
+        0 if unseen == 0 => return Ok(()),
+        0 => DenyReason::HoldsUnseen { n: unseen },
+        denied => DenyReason::HoldsHidden { n: denied },
     };
     Err(ToolError::from(Denied { path: source.shown.clone(), reason }))
 }

@@ -471,9 +471,10 @@ fn the_wait_for_covers_counts_against_the_timeout() {
     assert!(took < Duration::from_secs(6), "{took:?} for a 4 s timeout: {}", reply.line);
 }
 
-/// move_file refuses a directory holding one it cannot list (mode 0300, holding `.env`): what
-/// it cannot read may hold what a rule hides, and the move could carry it from where the start
-/// walk has yet to look to where it has looked, out of every cover.
+/// While the start's walk runs, move_file refuses a directory holding one it cannot list
+/// (mode 0300, holding `.env`): what it cannot read may hold what a rule hides, and the move
+/// could carry it from where the walk has yet to look to where it has looked, out of every
+/// cover. Once the walk is done (it covered the directory whole), the move is allowed.
 #[cfg(target_os = "linux")]
 #[test]
 fn move_file_refuses_a_directory_holding_one_it_cannot_list() {
@@ -481,24 +482,39 @@ fn move_file_refuses_a_directory_holding_one_it_cannot_list() {
     if !covers_testable(User::Unprivileged) {
         return;
     }
-    let env = TestEnv::new(&["root/up", "root/p/d"], &[("root/p/d/.env", "SECRET=hunter2\n")]);
+    let env = TestEnv::new(&["root/up", "root/p/d", "root/many"], &[("root/p/d/.env", "S=1\n")]);
+    for i in 0..10_000 {
+        std::fs::write(env.path(&format!("root/many/{i}")), "").unwrap();
+    }
     give(&env, ids(User::Unprivileged));
     env.set_mode("root/p/d", 0o300);
     let allow = format!("{}:rw", env.p("root"));
-    let mut cmd = match privileges(User::Unprivileged) {
-        Some(mut setpriv) => {
-            setpriv.arg(crate::harness::BIN);
-            setpriv
-        }
-        None => crate::harness::replay_command(),
-    };
-    cmd.args(["--mcp-server", "--allow", &allow]);
-    let mut server = Server::from_command(cmd);
+    let (mut server, coverer) = (0..20)
+        .find_map(|_| {
+            let mut cmd = match privileges(User::Unprivileged) {
+                Some(mut setpriv) => {
+                    setpriv.arg(crate::harness::BIN);
+                    setpriv
+                }
+                None => crate::harness::replay_command(),
+            };
+            cmd.args(["--mcp-server", "--allow", &allow]);
+            let server = Server::from_command(cmd);
+            let coverer = stop_the_covers_process(server.pid())?;
+            Some((server, coverer))
+        })
+        .expect("twenty servers covered the secrets before the test could stop one");
     server.initialize("2025-06-18");
     let moved = json!({"source": env.p("root/p"), "destination": env.p("root/up/p")});
-    let reply = server.call("move_file", moved);
+    let refused = server.call("move_file", moved.clone());
+    // SAFETY: a signal to the server's own child.
+    assert_eq!(unsafe { libc::kill(coverer, libc::SIGCONT) }, 0);
+    let command = server.call("execute_command", json!({"command": "cat p/d/.env; echo ran"}));
+    let after = server.call("move_file", moved);
     // Readable again for the clean-up, wherever it is now.
     let left = if env.path("root/p").exists() { "root/p/d" } else { "root/up/p/d" };
     env.set_mode(left, 0o700);
-    assert!(reply.line.contains("\"error\""), "{}", reply.line);
+    assert!(refused.line.contains("\"error\""), "{}", refused.line);
+    assert!(command.line.contains("ran") && !command.line.contains("S=1"), "{}", command.line);
+    assert!(!after.line.contains("\"error\""), "{}", after.line);
 }
