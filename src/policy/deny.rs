@@ -274,6 +274,12 @@ impl DenyRules {
             || (!self.anchored.is_empty() && self.anchored.is_match(path))
     }
 
+    /// Whether a rule without a `/` (`.env`) denies an entry named `name`: such a match stays
+    /// denied wherever its directory goes.
+    pub fn denies_name(&self, name: &std::ffi::OsStr) -> bool {
+        self.name_rule(Path::new(name)).is_some()
+    }
+
     fn name_rule(&self, name: &Path) -> Option<&DenyRule> {
         let bytes = name.as_os_str().as_bytes();
         let (Some(&first), Some(&last)) = (bytes.first(), bytes.last()) else { return None };

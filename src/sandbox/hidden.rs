@@ -29,15 +29,27 @@ pub struct Hidden {
     pub dir: bool,
 }
 
-/// The paths under `roots` that `deny` hides, sorted, outermost first; `Err` says why the walk
-/// gave up, when it did.
-pub fn find(roots: &[AllowedRoot], deny: &DenyRules) -> Result<Vec<Hidden>, String> {
-    let mut found = Found { hidden: Vec::new(), walked: 0, gave_up: None };
+/// What to do in the commands' namespace for the deny rules.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Hide {
+    /// The paths to cover, sorted, outermost first.
+    pub covers: Vec<Hidden>,
+    /// The directories between an allowed directory and a match that only its path makes (a
+    /// path rule such as `config/prod.yaml`, an absolute rule, replay's own files), sorted:
+    /// each is made a mount point, which a command cannot rename (EBUSY). Renamed, `config`
+    /// would carry `prod.yaml` to a path no rule names, where the file tools would serve it.
+    pub pins: Vec<PathBuf>,
+}
+
+/// What `deny` hides under `roots`; `Err` says why the walk gave up, when it did.
+pub fn find(roots: &[AllowedRoot], deny: &DenyRules) -> Result<Hide, String> {
+    let mut found = Found { hidden: Vec::new(), pins: Vec::new(), walked: 0, gave_up: None };
     // replay's own files first: no number of other matches uncovers them.
     for path in deny.private() {
-        let inside = roots.iter().any(|r| path.starts_with(&r.path));
-        if let (true, Ok(meta)) = (inside, std::fs::symlink_metadata(path)) {
+        let root = roots.iter().find(|r| path.starts_with(&r.path));
+        if let (Some(root), Ok(meta)) = (root, std::fs::symlink_metadata(path)) {
             found.hidden.push(Hidden { path: path.to_path_buf(), dir: meta.is_dir() });
+            pin(&mut found, &root.path, path);
         }
     }
     if needs_walk(deny) {
@@ -47,9 +59,24 @@ pub fn find(roots: &[AllowedRoot], deny: &DenyRules) -> Result<Vec<Hidden>, Stri
     }
     found.hidden.sort_by(|a, b| a.path.cmp(&b.path));
     found.hidden.dedup_by(|b, a| b.path.starts_with(&a.path));
+    found.pins.sort();
+    found.pins.dedup();
+    if found.pins.len() > MAX_HIDDEN && found.gave_up.is_none() {
+        found.gave_up = Some(format!("more than {MAX_HIDDEN} directories hold what they match"));
+    }
     match found.gave_up {
         Some(why) => Err(why),
-        None => Ok(found.hidden),
+        None => Ok(Hide { covers: found.hidden, pins: found.pins }),
+    }
+}
+
+/// Pins the directories between `root` and `path` (both excluded: the root is a mount point
+/// already, and `path` gets a cover).
+fn pin(found: &mut Found, root: &Path, path: &Path) {
+    let mut dir = path.parent();
+    while let Some(d) = dir.filter(|d| d.starts_with(root) && *d != root) {
+        found.pins.push(d.to_path_buf());
+        dir = d.parent();
     }
 }
 
@@ -60,6 +87,7 @@ pub fn needs_walk(deny: &DenyRules) -> bool {
 
 struct Found {
     hidden: Vec<Hidden>,
+    pins: Vec<PathBuf>,
     walked: usize,
     gave_up: Option<String>,
 }
@@ -104,6 +132,9 @@ fn walk(roots: &[AllowedRoot], deny: &DenyRules, root: &Path, dir: &Path, found:
         };
         let rel = path.strip_prefix(root).unwrap_or(&path);
         if deny.denies_entry(&path, rel) {
+            if !deny.denies_name(&entry.file_name()) {
+                pin(found, root, &path);
+            }
             let hidden = if kind.is_symlink() {
                 link_target(roots, &path)
             } else {

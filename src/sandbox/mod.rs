@@ -292,8 +292,10 @@ impl Sandbox {
                 // may fork (`covering`); else now, and the helper mounts the covers.
                 let deny = &self.config.deny;
                 let beside = hidden::needs_walk(deny) && covering::single_threaded();
-                let found = if beside { Ok(Vec::new()) } else { hidden::find(roots, deny) };
-                let hidden = found.as_deref().unwrap_or_default();
+                let found =
+                    if beside { Ok(hidden::Hide::default()) } else { hidden::find(roots, deny) };
+                let nothing = hidden::Hide::default();
+                let hidden = found.as_ref().unwrap_or(&nothing);
                 let made =
                     namespace::create(&places, &keep, &masks, &overlays, layers.as_deref(), hidden);
                 match made {

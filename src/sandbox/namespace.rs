@@ -52,7 +52,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use super::capabilities::{self, Capabilities};
-use super::hidden::Hidden;
+use super::hidden::{Hidden, Hide};
 
 /// A place that keeps its own access inside the namespace.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -130,8 +130,9 @@ pub fn create(
     masks: &[PathBuf],
     overlays: &[Overlay],
     layers: Option<&Path>,
-    hidden: &[Hidden],
+    hide: &Hide,
 ) -> Result<(Namespaces, Fresh), String> {
+    let hidden = &hide.covers[..];
     let caps = Capabilities::current().map_err(|e| format!("capget: {e}"))?;
     let user =
         !(caps.effective(capabilities::SYS_ADMIN) && caps.effective(capabilities::SYS_CHROOT));
@@ -195,7 +196,10 @@ pub fn create(
         None => None,
     };
     let mut covers = covers(hidden)?;
+    let pins = pins(&hide.pins)?;
     let mut job = Job {
+        pins: &pins,
+        pinned: Ok(()),
         maps: maps.as_ref(),
         layers: layers.as_deref(),
         covers: &mut covers,
@@ -226,7 +230,10 @@ pub fn create(
             errno => Err(io::Error::from_raw_os_error(errno).to_string()),
         })
         .collect();
-    let covered = uncovered(job.covers, hidden);
+    let covered = job
+        .pinned
+        .map_err(|failed| pin_failure(&pins, failed))
+        .and_then(|()| uncovered(job.covers, hidden));
     // SAFETY: the helper opened these in the table it shares with this process, for it.
     let roots = job
         .overlays
@@ -261,9 +268,46 @@ fn covers(hidden: &[Hidden]) -> Result<Vec<Cover>, String> {
     Ok(covers)
 }
 
-/// Covers each of `hidden` from a process in the namespace (`Namespaces::enter`), as `create`
-/// does last; `Err` as `uncovered` says.
-pub fn cover_all(hidden: &[Hidden]) -> Result<(), String> {
+/// The pins, prepared.
+fn pins(pins: &[PathBuf]) -> Result<Vec<CString>, String> {
+    pins.iter()
+        .map(|p| {
+            CString::new(p.as_os_str().as_bytes())
+                .map_err(|_| format!("{}: a NUL in the path", p.display()))
+        })
+        .collect()
+}
+
+/// Pins `pins` (outermost first), each a mount point of its own: a recursive copy of itself,
+/// with the access it had. One gone since the walk is skipped; any other failure is `Err`.
+fn pin_all(pins: &[CString]) -> Result<(), (usize, i32)> {
+    for (i, path) in pins.iter().enumerate() {
+        let pinned = copy(path, true).and_then(|tree| {
+            let attached = attach(tree, path);
+            // SAFETY: `tree` is this function's own descriptor.
+            unsafe { libc::close(tree) };
+            attached
+        });
+        match pinned.map_err(|e| e.raw_os_error().unwrap_or(libc::EIO)) {
+            Ok(()) | Err(libc::ENOENT) => {}
+            Err(errno) => return Err((i, errno)),
+        }
+    }
+    Ok(())
+}
+
+/// `pin_all`'s failure, for a message.
+fn pin_failure(pins: &[CString], (i, errno): (usize, i32)) -> String {
+    let path = pins[i].to_string_lossy();
+    format!("{path} could not be pinned: {}", io::Error::from_raw_os_error(errno))
+}
+
+/// Pins and covers what `hide` says from a process in the namespace (`Namespaces::enter`), as
+/// `create` does last; `Err` as `uncovered` says, or naming a pin that failed.
+pub fn cover_all(hide: &Hide) -> Result<(), String> {
+    let hidden = &hide.covers[..];
+    let pins = pins(&hide.pins)?;
+    pin_all(&pins).map_err(|failed| pin_failure(&pins, failed))?;
     let mut covers = covers(hidden)?;
     for one in covers.iter_mut() {
         if let Err(e) = cover(one) {
@@ -361,6 +405,9 @@ struct Job<'a> {
     layers: Option<&'a CStr>,
     /// The paths deny rules hide, each covered after the places and overlays.
     covers: &'a mut [Cover],
+    /// The directories to pin before the covers go on (`Hide::pins`), and how that went.
+    pins: &'a [CString],
+    pinned: Result<(), (usize, i32)>,
     read_only_root: bool,
     binds: &'a mut [Bind],
     /// Empty read-only tmpfs to mount, in order of depth.
@@ -553,8 +600,8 @@ impl Job<'_> {
                 )
             };
         }
-        // A path that cannot be covered (gone since the walk, or turned into a symlink) is
-        // reported, not fatal: the other covers still hold.
+        // A pin or a cover that fails is reported (`uncovered`): commands are then refused.
+        self.pinned = pin_all(self.pins);
         for cover_one in self.covers.iter_mut() {
             if let Err(e) = cover(cover_one) {
                 cover_one.errno = e.raw_os_error().unwrap_or(libc::EIO);

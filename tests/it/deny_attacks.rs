@@ -518,3 +518,24 @@ fn move_file_refuses_a_directory_holding_one_it_cannot_list() {
     assert!(command.line.contains("ran") && !command.line.contains("S=1"), "{}", command.line);
     assert!(!after.line.contains("\"error\""), "{}", after.line);
 }
+
+/// A path rule binds the file tools by path: move_file refuses to move `config/` out from
+/// under `config/prod.yaml`, and a command must not do it for them (`mv config cfg` renames
+/// the parent of the cover's mount, which the kernel allows), or read_file serves
+/// `cfg/prod.yaml`, which no rule names.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_command_cannot_move_a_path_rules_file_out_from_under_it() {
+    if !covers_testable(User::Invoker) {
+        return;
+    }
+    let env = TestEnv::new(&[], &[("root/config/prod.yaml", "password: hunter2\n")]);
+    let allow = format!("{}:rw", env.p("root"));
+    let mut server =
+        Server::spawn(["--mcp-server", "--allow", &allow, "--deny", "config/prod.yaml"]);
+    server.initialize("2025-06-18");
+    let command = json!({"command": "mv config cfg", "workingDirectory": env.p("root")});
+    let _ = server.call("execute_command", command);
+    let read = server.call("read_file", json!({"path": env.p("root/cfg/prod.yaml")}));
+    assert!(!read.line.contains("hunter2"), "{}", read.line);
+}

@@ -277,3 +277,62 @@ fn a_server_whose_pid_another_pid_namespace_uses_starts() {
     second.initialize("2025-06-18");
     let _ = second.call_text("list_allowed_directories", json!({}));
 }
+
+/// The state directory inside an allowed directory is denied to the tools by its path; a
+/// command that renames its parent (`mv state moved`: the cover's mount moves along) must not
+/// bring it within the tools' reach under the new name.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_command_cannot_move_the_state_directory_within_the_tools_reach() {
+    use crate::isolation::{kernel_has_landlock, namespaces_work, User};
+    if !require("Landlock", kernel_has_landlock())
+        || !require("user namespaces", namespaces_work(User::Invoker))
+    {
+        return;
+    }
+    let env = TestEnv::new(&["root/state"], &[]);
+    let allow = vec![format!("{}:rw", env.p("root"))];
+    let mut server = server(&allow, &env.p("root/state"), None);
+    let _ = server.call("execute_command", json!({"command": "mv state moved"}));
+    assert!(!env.exists("root/moved") && env.exists("root/state/replay"), "the command moved it");
+    let listed = server.call("list_directory", json!({"path": env.p("root/moved/replay")}));
+    assert!(!listed.line.contains(".lock"), "{}", listed.line);
+}
+
+/// Another start recovering the journal a gone server of the same pid left holds that
+/// `<pid>.lock` while it works (`recover_one`), in the same PID namespace. A new server that
+/// got the pid and starts meanwhile must still get its state directory once the recovery is
+/// done, not go without apply_patch for its whole life. (Here the server is pid 1 of a PID
+/// namespace of its own, to know its pid; the test holds the lock for 300 ms, as a recovery.)
+#[cfg(target_os = "linux")]
+#[test]
+fn a_start_during_another_starts_recovery_of_its_pid_keeps_apply_patch() {
+    use nix::fcntl::{Flock, FlockArg};
+    if !require("root, for unshare --pid", crate::isolation::is_root()) {
+        return;
+    }
+    let env = TestEnv::new(&["root", "state/replay"], &[("state/replay/1.journal", "")]);
+    std::fs::set_permissions(env.path("state/replay"), std::fs::Permissions::from_mode(0o700))
+        .unwrap();
+    let lock = std::fs::File::create(env.path("state/replay/1.lock")).unwrap();
+    let held = Flock::lock(lock, FlockArg::LockExclusive).map_err(|(_, e)| e).unwrap();
+    let allow = format!("{}:rw", env.p("root"));
+    #[expect(clippy::disallowed_methods, reason = "the server runs as pid 1 of its own")]
+    let mut cmd = std::process::Command::new("unshare");
+    cmd.args(["--pid", "--fork", "--kill-child"])
+        .arg(replay_command().get_program())
+        .args(["--mcp-server", "--allow", &allow])
+        .env("XDG_STATE_HOME", env.p("state"));
+    let mut server = Server::from_command(cmd);
+    let release = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        drop(held);
+    });
+    server.initialize("2025-06-18");
+    release.join().unwrap();
+    let body = "*** Begin Patch\n*** Add File: new\n+x\n*** End Patch";
+    let reply =
+        server.call("apply_patch", json!({"patch": body, "workingDirectory": env.p("root")}));
+    assert!(!reply.line.contains("\"error\""), "{}", reply.line);
+    assert!(env.exists("root/new"));
+}
