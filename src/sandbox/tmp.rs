@@ -5,7 +5,13 @@
 //! started, in clock ticks since boot; Linux only, else `<pid>/`). The start time keeps a
 //! server that got a dead one's pid apart from it: by pid alone, a start that found the pid
 //! dead went on removing its directories after a new server of that pid had made its own
-//! there (pids wrap at 32,768 on many systems; a test run reuses them). The sandbox grants a server its own
+//! there (pids wrap at 32,768 on many systems; a test run reuses them).
+//!
+//! Beside it, `<name>.lock`, locked (`flock`) for the server's life and taken before the
+//! directory is made: a start removes a server's directories only when it can take that lock,
+//! whatever the pid says. A server in another PID namespace sharing the temporary directory (a
+//! container) has pids that mean nothing here, and may even have this server's name: a name
+//! whose lock is held gets a `-<n>` suffix. The sandbox grants a server its own
 //! `<pid>/` only: a command of one server can neither read nor plant anything in another's.
 //!
 //! So a sandboxed server cannot remove its directory from the parent. It is made at start-up,
@@ -20,6 +26,8 @@ use std::path::{Path, PathBuf};
 #[derive(Debug)]
 pub struct CommandTmp {
     dir: PathBuf,
+    /// `<name>.lock`, held while the server lives.
+    _lock: nix::fcntl::Flock<std::fs::File>,
 }
 
 impl CommandTmp {
@@ -47,13 +55,19 @@ impl CommandTmp {
         // The sandbox names it by a path without symlinks (a symlinked TMPDIR is common).
         let parent = std::fs::canonicalize(&parent).ok()?;
         sweep(&parent);
-        let dir = parent.join(own_name());
-        // Left by an earlier process with this pid. Never a gone server's directory reused: a
-        // process its commands left behind (`setsid`) may still hold it. A new directory
-        // costs 0.03 ms to 0.6 ms on ext4, as its allocator finds room.
+        let own = own_name();
+        let (name, lock) = (0..64).find_map(|n| {
+            let name = if n == 0 { own.clone() } else { format!("{own}-{n}") };
+            lock(&parent, &name).map(|lock| (name, lock))
+        })?;
+        let dir = parent.join(name);
+        // Left by an earlier process of this name whose lock is free. Never a gone server's
+        // directory reused: a process its commands left behind (`setsid`) may still hold it. A
+        // new directory costs 0.03 ms to 0.6 ms on ext4, as its allocator finds room.
         let _ = std::fs::remove_dir_all(&dir);
+        let _ = std::fs::remove_dir_all(layers(&dir));
         match std::fs::DirBuilder::new().mode(0o700).create(&dir) {
-            Ok(()) => Some(CommandTmp { dir }),
+            Ok(()) => Some(CommandTmp { dir, _lock: lock }),
             Err(e) => {
                 tracing::warn!(path = %dir.display(), "cannot create the commands' TMPDIR: {e}");
                 None
@@ -186,13 +200,47 @@ fn ended(name: &str) -> Option<bool> {
     Some(gone || start.is_some_and(|start| start_time(pid).is_some_and(|now| now != start)))
 }
 
-/// Removes the directories of servers that are no longer running.
+/// `<name>.lock` in `parent`, locked; `None` when another process holds it (or it cannot be
+/// made).
+fn lock(parent: &Path, name: &str) -> Option<nix::fcntl::Flock<std::fs::File>> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .mode(0o600)
+        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(parent.join(format!("{name}.lock")))
+        .ok()?;
+    nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusiveNonblock).ok()
+}
+
+/// Removes the directories of servers that are no longer running: those whose lock this start
+/// can take, or, without a lock file, whose pid says so (`ended`).
 fn sweep(parent: &Path) {
     let Ok(entries) = std::fs::read_dir(parent) else { return };
     for entry in entries.flatten() {
         let name = entry.file_name();
-        let server = name.to_str().map(|n| n.strip_suffix(".caches").unwrap_or(n));
-        if server.and_then(ended) == Some(true) {
+        let Some(text) = name.to_str() else { continue };
+        if let Some(server) = text.strip_suffix(".lock") {
+            // A lock whose directories are gone, and no one holds.
+            let gone = !parent.join(server).exists() && !layers(&parent.join(server)).exists();
+            if gone && lock(parent, server).is_some() {
+                let _ = std::fs::remove_file(entry.path());
+            }
+            continue;
+        }
+        let server = text.strip_suffix(".caches").unwrap_or(text);
+        let held = match parent.join(format!("{server}.lock")).exists() {
+            true => lock(parent, server),
+            false => None,
+        };
+        let ended = match &held {
+            Some(_) => true,
+            None if parent.join(format!("{server}.lock")).exists() => false,
+            None => ended(server) == Some(true),
+        };
+        if ended {
             let path = entry.path();
             // Only a caches' directory holds overlays' work directories; a command's TMPDIR
             // holds what its commands made.

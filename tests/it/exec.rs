@@ -921,3 +921,36 @@ fn start_with_own_tmpdir(env: &TestEnv) -> Server {
 fn nix_uid() -> u32 {
     nix::unistd::geteuid().as_raw()
 }
+
+/// Two servers each pid 1 of a PID namespace of its own, reading the one /proc they share
+/// (`unshare --pid --fork` without --mount-proc): the second must not take, or remove, the
+/// first's TMPDIR.
+#[cfg(target_os = "linux")]
+#[test]
+fn two_servers_both_pid_one_keep_apart_tmpdirs() {
+    if !require("root, for unshare --pid", crate::isolation::is_root()) {
+        return;
+    }
+    let env = TestEnv::new(&["root", "ro"], &[]);
+    let mut first = start_in_pid_namespace(&env, &[]);
+    check_ok(&mut first, "echo kept > \"$TMPDIR/keep\" && cat \"$TMPDIR/keep\"", "kept\n");
+    let mut second = start_in_pid_namespace(&env, &[]);
+    check_ok(&mut second, "ls -A \"$TMPDIR\" | wc -l", "0\n");
+    check_ok(&mut first, "cat \"$TMPDIR/keep\" && mktemp -p \"$TMPDIR\" >/dev/null", "kept\n");
+}
+
+/// `start_with_own_tmpdir`, as pid 1 of a PID namespace of its own (`unshare` and `extra`).
+#[cfg(target_os = "linux")]
+fn start_in_pid_namespace(env: &TestEnv, extra: &[&str]) -> Server {
+    env.mkdir("tmp");
+    let (root, ro) = (allow(env, "root", "rw"), allow(env, "ro", "ro"));
+    #[expect(clippy::disallowed_methods, reason = "the server runs as pid 1 of its own")]
+    let mut cmd = std::process::Command::new("unshare");
+    cmd.args(["--pid", "--fork", "--kill-child"]).args(extra);
+    cmd.arg(replay_command().get_program());
+    cmd.env("TMPDIR", env.path("tmp"));
+    cmd.args(["--mcp-server", "--allow", &root, "--allow", &ro]);
+    let mut server = Server::from_command(cmd);
+    server.initialize("2025-06-18");
+    server
+}
