@@ -269,7 +269,7 @@ fn a_secret_deeper_than_the_open_file_limit_is_covered_from_commands() {
 #[cfg(target_os = "linux")]
 #[test]
 fn a_secret_in_a_directory_the_server_cannot_list_is_covered_from_commands() {
-    use crate::isolation::{give, ids, privileges};
+    use crate::isolation::{give, ids};
     if !covers_testable(User::Unprivileged) {
         return;
     }
@@ -277,15 +277,7 @@ fn a_secret_in_a_directory_the_server_cannot_list_is_covered_from_commands() {
     give(&env, ids(User::Unprivileged));
     env.set_mode("root/d", 0o300);
     let allow = format!("{}:rw", env.p("root"));
-    let mut cmd = match privileges(User::Unprivileged) {
-        Some(mut setpriv) => {
-            setpriv.arg(crate::harness::BIN);
-            setpriv
-        }
-        None => crate::harness::replay_command(),
-    };
-    cmd.args(["--mcp-server", "--allow", &allow]);
-    let mut server = Server::from_command(cmd);
+    let mut server = unprivileged_server(&allow);
     server.initialize("2025-06-18");
     let reply = server.call("execute_command", json!({"command": "cat d/.env"}));
     env.set_mode("root/d", 0o700);
@@ -304,20 +296,10 @@ fn a_command_waits_for_held_up_covers_no_longer_than_its_timeout() {
         return;
     }
     let env = TestEnv::new(&["root/many"], &[("root/.env", "SECRET=hunter2\n")]);
-    // Enough entries that the walk is likely still on when the test stops it (a round that
-    // stops it too late is tried again).
-    for i in 0..10_000 {
-        std::fs::write(env.path(&format!("root/many/{i}")), "").unwrap();
-    }
+    crowd(&env);
     let allow = format!("{}:rw", env.p("root"));
-    let (mut server, coverer) = (0..20)
-        .find_map(|_| {
-            let server = Server::spawn(["--mcp-server", "--allow", &allow]);
-            let coverer = stop_the_covers_process(server.pid())?;
-            Some((server, coverer))
-        })
-        .expect("twenty servers covered the secrets before the test could stop one");
-    server.initialize("2025-06-18");
+    let (mut server, coverer) =
+        with_covers_held(|| Server::spawn(["--mcp-server", "--allow", &allow]));
 
     let asked = Instant::now();
     let command = json!({"command": "cat .env", "timeout": 2});
@@ -335,6 +317,45 @@ fn a_command_waits_for_held_up_covers_no_longer_than_its_timeout() {
     let reply = server.call("execute_command", json!({"command": "cat .env; echo done"}));
     assert!(reply.line.contains("done") && !reply.line.contains("hunter2"), "{}", reply.line);
     assert!(asked.elapsed() < Duration::from_secs(10), "{:?}", asked.elapsed());
+}
+
+/// A server over `allow` run as the unprivileged test user (through `setpriv` when the tests
+/// run as root), not yet initialized.
+#[cfg(target_os = "linux")]
+fn unprivileged_server(allow: &str) -> Server {
+    let mut cmd = match crate::isolation::privileges(User::Unprivileged) {
+        Some(mut setpriv) => {
+            setpriv.arg(crate::harness::BIN);
+            setpriv
+        }
+        None => crate::harness::replay_command(),
+    };
+    cmd.args(["--mcp-server", "--allow", allow]);
+    Server::from_command(cmd)
+}
+
+/// 10,000 files in `root/many`: enough that the walk for the covers is likely still on when a
+/// test stops it (`with_covers_held` tries again when it was too late).
+#[cfg(target_os = "linux")]
+fn crowd(env: &TestEnv) {
+    for i in 0..10_000 {
+        std::fs::write(env.path(&format!("root/many/{i}")), "").unwrap();
+    }
+}
+
+/// A server `start` spawns, initialized, whose process making the covers is stopped (SIGSTOP),
+/// and that process's pid; up to twenty servers are tried.
+#[cfg(target_os = "linux")]
+fn with_covers_held(start: impl Fn() -> Server) -> (Server, i32) {
+    let (mut server, coverer) = (0..20)
+        .find_map(|_| {
+            let server = start();
+            let coverer = stop_the_covers_process(server.pid())?;
+            Some((server, coverer))
+        })
+        .expect("twenty servers covered the secrets before the test could stop one");
+    server.initialize("2025-06-18");
+    (server, coverer)
 }
 
 /// Stops the process the server at `pid` forked to make the covers, and gives its pid; `None`
@@ -413,19 +434,11 @@ fn move_file_refuses_a_directory_whose_secret_lies_past_path_max() {
         return;
     }
     let env = TestEnv::new(&["root/up", "root/many"], &[]);
-    for i in 0..10_000 {
-        std::fs::write(env.path(&format!("root/many/{i}")), "").unwrap();
-    }
+    crowd(&env);
     let deep = secret_past_path_max(&env, "deep");
     let allow = format!("{}:rw", env.p("root"));
-    let (mut server, coverer) = (0..20)
-        .find_map(|_| {
-            let server = Server::spawn(["--mcp-server", "--allow", &allow]);
-            let coverer = stop_the_covers_process(server.pid())?;
-            Some((server, coverer))
-        })
-        .expect("twenty servers covered the secrets before the test could stop one");
-    server.initialize("2025-06-18");
+    let (mut server, coverer) =
+        with_covers_held(|| Server::spawn(["--mcp-server", "--allow", &allow]));
     let moved = json!({"source": deep, "destination": env.p("root/up/moved")});
     server.call_err("move_file", moved.clone(), -32001);
     assert!(std::path::Path::new(&deep).exists(), "the refused move left the directory in place");
@@ -446,18 +459,10 @@ fn the_wait_for_covers_counts_against_the_timeout() {
         return;
     }
     let env = TestEnv::new(&["root/many"], &[("root/.env", "SECRET=hunter2\n")]);
-    for i in 0..10_000 {
-        std::fs::write(env.path(&format!("root/many/{i}")), "").unwrap();
-    }
+    crowd(&env);
     let allow = format!("{}:rw", env.p("root"));
-    let (mut server, coverer) = (0..20)
-        .find_map(|_| {
-            let server = Server::spawn(["--mcp-server", "--allow", &allow]);
-            let coverer = stop_the_covers_process(server.pid())?;
-            Some((server, coverer))
-        })
-        .expect("twenty servers covered the secrets before the test could stop one");
-    server.initialize("2025-06-18");
+    let (mut server, coverer) =
+        with_covers_held(|| Server::spawn(["--mcp-server", "--allow", &allow]));
     let asked = Instant::now();
     // A filesystem that answers after 3 s, as the held-up walk's stand-in.
     let resume = std::thread::spawn(move || {
@@ -478,33 +483,16 @@ fn the_wait_for_covers_counts_against_the_timeout() {
 #[cfg(target_os = "linux")]
 #[test]
 fn move_file_refuses_a_directory_holding_one_it_cannot_list() {
-    use crate::isolation::{give, ids, privileges};
+    use crate::isolation::{give, ids};
     if !covers_testable(User::Unprivileged) {
         return;
     }
     let env = TestEnv::new(&["root/up", "root/p/d", "root/many"], &[("root/p/d/.env", "S=1\n")]);
-    for i in 0..10_000 {
-        std::fs::write(env.path(&format!("root/many/{i}")), "").unwrap();
-    }
+    crowd(&env);
     give(&env, ids(User::Unprivileged));
     env.set_mode("root/p/d", 0o300);
     let allow = format!("{}:rw", env.p("root"));
-    let (mut server, coverer) = (0..20)
-        .find_map(|_| {
-            let mut cmd = match privileges(User::Unprivileged) {
-                Some(mut setpriv) => {
-                    setpriv.arg(crate::harness::BIN);
-                    setpriv
-                }
-                None => crate::harness::replay_command(),
-            };
-            cmd.args(["--mcp-server", "--allow", &allow]);
-            let server = Server::from_command(cmd);
-            let coverer = stop_the_covers_process(server.pid())?;
-            Some((server, coverer))
-        })
-        .expect("twenty servers covered the secrets before the test could stop one");
-    server.initialize("2025-06-18");
+    let (mut server, coverer) = with_covers_held(|| unprivileged_server(&allow));
     let moved = json!({"source": env.p("root/p"), "destination": env.p("root/up/p")});
     let refused = server.call("move_file", moved.clone());
     // SAFETY: a signal to the server's own child.
