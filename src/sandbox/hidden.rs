@@ -13,7 +13,7 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::policy::deny::DenyRules;
+use crate::policy::deny::{DenyRule, DenyRules};
 use crate::policy::AllowedRoot;
 
 /// Most paths hidden: each is a mount in the namespace, made at start.
@@ -49,7 +49,7 @@ pub fn find(roots: &[AllowedRoot], deny: &DenyRules) -> Result<Hide, String> {
         let root = roots.iter().find(|r| path.starts_with(&r.path));
         if let (Some(root), Ok(meta)) = (root, std::fs::symlink_metadata(path)) {
             found.hidden.push(Hidden { path: path.to_path_buf(), dir: meta.is_dir() });
-            pin(&mut found, &root.path, path);
+            pin(&mut found, &root.path, path, None);
         }
     }
     if needs_walk(deny) {
@@ -71,13 +71,27 @@ pub fn find(roots: &[AllowedRoot], deny: &DenyRules) -> Result<Hide, String> {
 }
 
 /// Pins the directories between `root` and `path` (both excluded: the root is a mount point
-/// already, and `path` gets a cover).
-fn pin(found: &mut Found, root: &Path, path: &Path) {
+/// already, and `path` gets a cover), the `levels` nearest `path` when given, else all.
+fn pin(found: &mut Found, root: &Path, path: &Path, levels: Option<usize>) {
     let mut dir = path.parent();
-    while let Some(d) = dir.filter(|d| d.starts_with(root) && *d != root) {
+    let mut left = levels.unwrap_or(usize::MAX);
+    while let Some(d) = dir.filter(|d| d.starts_with(root) && *d != root && left > 0) {
         found.pins.push(d.to_path_buf());
         dir = d.parent();
+        left -= 1;
     }
+}
+
+/// How many directories above a match `rule` names, which a rename would take the match out
+/// from under: a relative rule matches at any depth, so only the directories in its pattern
+/// (`config` of `config/prod.yaml`; `git mv services svc` above it stays free); `None` (all of
+/// them) for an absolute rule, replay's own files, and a pattern with `**` inside.
+fn named_levels(rule: &DenyRule) -> Option<usize> {
+    let glob = rule.glob.strip_suffix("/**").unwrap_or(&rule.glob).trim_end_matches('/');
+    if rule.private || glob.starts_with('/') || glob.contains("**") {
+        return None;
+    }
+    Some(glob.split('/').count().saturating_sub(1))
 }
 
 /// Whether finding what `deny` hides takes a walk: replay's own files alone are exact paths.
@@ -133,7 +147,8 @@ fn walk(roots: &[AllowedRoot], deny: &DenyRules, root: &Path, dir: &Path, found:
         let rel = path.strip_prefix(root).unwrap_or(&path);
         if deny.denies_entry(&path, rel) {
             if !deny.denies_name(&entry.file_name()) {
-                pin(found, root, &path);
+                let levels = deny.matching(root, &path).and_then(named_levels);
+                pin(found, root, &path, levels);
             }
             let hidden = if kind.is_symlink() {
                 link_target(roots, &path)

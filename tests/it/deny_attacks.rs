@@ -527,3 +527,48 @@ fn a_command_cannot_move_a_path_rules_file_out_from_under_it() {
     let read = server.call("read_file", json!({"path": env.p("root/cfg/prod.yaml")}));
     assert!(!read.line.contains("hunter2"), "{}", read.line);
 }
+
+/// A path rule counts from every command-line directory: a read-only `--allow root/config`
+/// inside `--allow root` narrows what commands may write there; it must not lift
+/// `config/prod.yaml` for the file tools, which commands still find covered.
+#[test]
+fn a_nested_allowed_directory_does_not_lift_a_path_rule() {
+    let env = TestEnv::new(&[], &[("root/config/prod.yaml", "password: hunter2\n")]);
+    let (outer, inner) = (format!("{}:rw", env.p("root")), format!("{}:ro", env.p("root/config")));
+    let mut server = Server::spawn([
+        "--mcp-server",
+        "--allow",
+        &outer,
+        "--allow",
+        &inner,
+        "--deny",
+        "config/prod.yaml",
+    ]);
+    server.initialize("2025-06-18");
+    server.call_err("read_file", json!({"path": env.p("root/config/prod.yaml")}), -32001);
+}
+
+/// `config/prod.yaml` matches at any depth, so renaming `services` (far above `config`) never
+/// carries the match out from under its rule: only `config` needs a pin. Pinning every
+/// directory up to the allowed one makes `git mv services svc` fail with EBUSY in an ordinary
+/// project.
+#[cfg(target_os = "linux")]
+#[test]
+fn a_path_rule_pins_only_the_directories_its_pattern_names() {
+    if !covers_testable(User::Invoker) {
+        return;
+    }
+    let env = TestEnv::new(&[], &[("root/services/api/config/prod.yaml", "password: x\n")]);
+    let allow = format!("{}:rw", env.p("root"));
+    let mut server =
+        Server::spawn(["--mcp-server", "--allow", &allow, "--deny", "config/prod.yaml"]);
+    server.initialize("2025-06-18");
+    let command =
+        json!({"command": "mv services svc && echo moved", "workingDirectory": env.p("root")});
+    let command = server.call("execute_command", command);
+    assert!(command.line.contains("moved"), "{}", command.line);
+    let command =
+        json!({"command": "mv svc/api/config c2; echo rc=$?", "workingDirectory": env.p("root")});
+    let command = server.call("execute_command", command);
+    assert!(command.line.contains("rc=1"), "{}", command.line);
+}
