@@ -328,13 +328,18 @@ impl Policy {
         Ok(ResolvedPath { access, real, shown, root, deny, deny_root })
     }
 
-    /// The directory the deny rules count from for `path`: the deepest ceiling directory that
-    /// holds it, so that a client root does not start the count below a denied directory;
-    /// else the deepest allowed root that holds it.
+    /// The directory the deny rules count from for `path`: the outermost command-line
+    /// directory that holds it, so that neither a client root nor a nested `--allow` starts
+    /// the count below a denied directory (`--allow r --allow r/config:ro` keeps
+    /// `config/prod.yaml` denied); else the outermost allowed root that holds it. Rules match
+    /// at any depth, so counting from further out loses no match.
     fn deny_root(&self, path: &Path) -> Option<&PathBuf> {
+        let depth = |r: &&PathBuf| r.components().count();
         let holding = self.deny_roots.iter().filter(|r| path.starts_with(r));
-        let ceiling = holding.max_by_key(|r| r.components().count());
-        ceiling.or_else(|| deepest_root(&self.roots, path).map(|j| &self.roots[j].path))
+        holding.min_by_key(depth).or_else(|| {
+            let roots = self.roots.iter().map(|r| &r.path).filter(|r| path.starts_with(r));
+            roots.min_by_key(depth)
+        })
     }
 
     /// Returns `(shown, real)`.
