@@ -201,18 +201,30 @@ fn ended(name: &str) -> Option<bool> {
 }
 
 /// `<name>.lock` in `parent`, locked; `None` when another process holds it (or it cannot be
-/// made).
+/// made). The locked file is checked to be the one the name still names: a sweep removes a
+/// free lock file, and a lock on a removed file keeps nothing.
 fn lock(parent: &Path, name: &str) -> Option<nix::fcntl::Flock<std::fs::File>> {
-    use std::os::unix::fs::OpenOptionsExt;
-    let file = std::fs::OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .mode(0o600)
-        .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
-        .open(parent.join(format!("{name}.lock")))
-        .ok()?;
-    nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusiveNonblock).ok()
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    let path = parent.join(format!("{name}.lock"));
+    // Each round lost means a sweep removed the file meanwhile: a few at most.
+    for _ in 0..16 {
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .mode(0o600)
+            .custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC)
+            .open(&path)
+            .ok()?;
+        let held =
+            nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusiveNonblock).ok()?;
+        let locked = held.metadata().ok()?;
+        let named = std::fs::symlink_metadata(&path).ok();
+        if named.is_some_and(|n| (n.dev(), n.ino()) == (locked.dev(), locked.ino())) {
+            return Some(held);
+        }
+    }
+    None
 }
 
 /// Removes the directories of servers that are no longer running: those whose lock this start
@@ -225,8 +237,12 @@ fn sweep(parent: &Path) {
         if let Some(server) = text.strip_suffix(".lock") {
             // A lock whose directories are gone, and no one holds.
             let gone = !parent.join(server).exists() && !layers(&parent.join(server)).exists();
-            if gone && lock(parent, server).is_some() {
-                let _ = std::fs::remove_file(entry.path());
+            if gone {
+                // Removed while held, so a server that opened it meanwhile sees its lock was
+                // on a removed file and takes a new one (`lock`).
+                if let Some(_held) = lock(parent, server) {
+                    let _ = std::fs::remove_file(entry.path());
+                }
             }
             continue;
         }
