@@ -223,7 +223,7 @@ fn a_secret_below_a_path_longer_than_path_max_is_covered_from_commands() {
     let command = format!("for i in $(seq {levels}); do cd -P {name} || exit 9; done; cat .env");
     let reply = server.call("execute_command", json!({"command": command}));
     assert!(!reply.line.contains("hunter2"), "{}", reply.line);
-    assert!(reply.line.contains("File name too long"), "{}", reply.line);
+    assert!(reply.line.contains("name too long"), "{}", reply.line);
     // Without rules that need a walk (replay's own files are exact paths), nothing is walked
     // and nothing refused.
     let mut server = Server::start_with(["--mcp-server", "--allow", &allow, "--no-default-deny"]);
@@ -445,7 +445,7 @@ fn move_file_refuses_a_directory_whose_secret_lies_past_path_max() {
     // SAFETY: a signal to the server's own child.
     assert_eq!(unsafe { libc::kill(coverer, libc::SIGCONT) }, 0);
     let error = server.call_err("execute_command", json!({"command": "true"}), -32603);
-    assert!(error.message.contains("File name too long"), "{error:?}");
+    assert!(error.message.contains("name too long"), "{error:?}");
     server.call_text("move_file", moved);
 }
 
