@@ -42,14 +42,7 @@ fn decoys_do_not_uncover_a_secret_from_commands() {
         return;
     }
     let env = TestEnv::new(&["root/a", "root/b"], &[]);
-    // The decoys go in the directory the walk enters first.
-    let (decoys, secret) = walk_order(&env);
-    for i in 0..4100 {
-        env.write(&format!("root/{decoys}/{i}.pem"), "");
-    }
-    env.write(&format!("root/{secret}/.env"), "SECRET=hunter2\n");
-    let allow = format!("{}:rw", env.p("root"));
-    let mut server = Server::start_with(["--mcp-server", "--allow", &allow]);
+    let (secret, mut server) = secret_walked_last(&env, 4100, ".pem");
     let command = json!({"command": format!("cat {secret}/.env")});
     let error = server.call_err("execute_command", command, -32603);
     assert!(error.message.contains("deny rules could not be applied to commands"), "{error:?}");
@@ -59,14 +52,22 @@ fn decoys_do_not_uncover_a_secret_from_commands() {
     assert!(note.contains("execute_command is refused"), "{note}");
 }
 
-/// The two directories of `root`, in the order the walk enters them (directory order).
+/// In `root`'s two directories: `n` files named `<i><suffix>` in the one the walk enters first
+/// (directory order), `.env` in the other; then a server over `root`, started. Gives the
+/// secret's directory's name and the server.
 #[cfg(target_os = "linux")]
-fn walk_order(env: &TestEnv) -> (String, String) {
+fn secret_walked_last(env: &TestEnv, n: usize, suffix: &str) -> (String, Server) {
     let order: Vec<String> = std::fs::read_dir(env.path("root"))
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
-    (order[0].clone(), order[1].clone())
+    let (first, secret) = (&order[0], &order[1]);
+    for i in 0..n {
+        env.write(&format!("root/{first}/{i}{suffix}"), "");
+    }
+    env.write(&format!("root/{secret}/.env"), "SECRET=hunter2\n");
+    let allow = format!("{}:rw", env.p("root"));
+    (secret.clone(), Server::start_with(["--mcp-server", "--allow", &allow]))
 }
 
 /// The covers are made beside the start, by a walk that takes a while over a big tree: a
@@ -78,14 +79,7 @@ fn a_command_at_start_waits_for_the_covers_of_a_big_tree() {
         return;
     }
     let env = TestEnv::new(&["root/a", "root/b"], &[]);
-    // 40,000 entries to walk first, then the secret.
-    let (crowd, secret) = walk_order(&env);
-    for i in 0..40_000 {
-        env.write(&format!("root/{crowd}/{i}"), "");
-    }
-    env.write(&format!("root/{secret}/.env"), "SECRET=hunter2\n");
-    let allow = format!("{}:rw", env.p("root"));
-    let mut server = Server::start_with(["--mcp-server", "--allow", &allow]);
+    let (secret, mut server) = secret_walked_last(&env, 40_000, "");
     let command = json!({"command": format!("cat {secret}/.env; ls -a {secret}")});
     let text = server.call("execute_command", command).result().to_string();
     assert!(!text.contains("hunter2"), "{text}");

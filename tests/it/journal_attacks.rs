@@ -185,10 +185,7 @@ fn servers_starting_together_leave_no_lock_files() {
 #[cfg(target_os = "linux")]
 #[test]
 fn a_command_cannot_reach_the_state_directory() {
-    use crate::isolation::{kernel_has_landlock, namespaces_work, User};
-    if !require("Landlock", kernel_has_landlock())
-        || !require("user namespaces", namespaces_work(User::Invoker))
-    {
+    if !commands_namespaced() {
         return;
     }
     let env = TestEnv::new(&["root"], &[]);
@@ -284,10 +281,7 @@ fn a_server_whose_pid_another_pid_namespace_uses_starts() {
 #[cfg(target_os = "linux")]
 #[test]
 fn a_command_cannot_move_the_state_directory_within_the_tools_reach() {
-    use crate::isolation::{kernel_has_landlock, namespaces_work, User};
-    if !require("Landlock", kernel_has_landlock())
-        || !require("user namespaces", namespaces_work(User::Invoker))
-    {
+    if !commands_namespaced() {
         return;
     }
     let env = TestEnv::new(&["root/state"], &[]);
@@ -335,4 +329,13 @@ fn a_start_during_another_starts_recovery_of_its_pid_keeps_apply_patch() {
         server.call("apply_patch", json!({"patch": body, "workingDirectory": env.p("root")}));
     assert!(!reply.line.contains("\"error\""), "{}", reply.line);
     assert!(env.exists("root/new"));
+}
+
+/// Whether commands run in the namespace that hides the state directory (Landlock and user
+/// namespaces here); `require` says why not.
+#[cfg(target_os = "linux")]
+fn commands_namespaced() -> bool {
+    use crate::isolation::{kernel_has_landlock, namespaces_work, User};
+    require("Landlock", kernel_has_landlock())
+        && require("user namespaces", namespaces_work(User::Invoker))
 }
